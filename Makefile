@@ -1,0 +1,55 @@
+# Thin wrapper over CMake. `make run` and `make test` do all set-up on a fresh
+# Debian machine: they install missing packages (deps), configure and build.
+BUILD_DIR ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+DEB_PACKAGES := cmake g++ make pkg-config libgtest-dev libgmock-dev libbenchmark-dev \
+  libcli11-dev nlohmann-json3-dev libopenblas-dev libopenmpi-dev openmpi-bin clang-format
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all deps configure build test test-gpu run bench format format-check clean
+
+all: build
+
+deps:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "srkit deps: installing$$missing"; \
+	  if [ "$$(id -u)" != 0 ] && ! command -v sudo >/dev/null; then \
+	    echo "srkit deps: need root (or sudo) to apt-get install:$$missing" >&2; exit 1; fi; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+
+$(BUILD_DIR)/CMakeCache.txt:
+	$(MAKE) deps
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+
+configure: $(BUILD_DIR)/CMakeCache.txt
+
+build: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+test: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 900
+
+# GPU tests only (they skip with a message when no device is present).
+test-gpu: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -L gpu
+
+# The main job on a built-in default.
+run: build
+	./$(BUILD_DIR)/bin/sr-audit cast
+
+bench: build
+	./$(BUILD_DIR)/bin/bench_cast --benchmark_min_time=0.2
+
+format:
+	git ls-files '*.h' '*.cpp' '*.cu' '*.cuh' | xargs clang-format -i
+
+format-check:
+	git ls-files '*.h' '*.cpp' '*.cu' '*.cuh' | xargs clang-format --dry-run --Werror
+
+clean:
+	rm -rf $(BUILD_DIR)

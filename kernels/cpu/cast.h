@@ -1,0 +1,23 @@
+// Array casts between fp32 and bf16 on the CPU. Every element goes through the
+// per-element rules of kernels/common/bf16.h; SR bits follow the random-bits
+// contract (kernels/common/sr_bits.h), so results depend on neither the thread
+// count nor how the array is split.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/common/bf16.h"
+
+namespace srkit::cpu {
+
+void cast_f32_to_bf16_rn(const float* in, bf16* out, size_t n);
+
+// base_index: the global element index of in[0] (its offset in the flat buffer),
+// so a shard of a larger array draws the same bits as the whole array would.
+void cast_f32_to_bf16_sr(const float* in, bf16* out, size_t n, uint64_t seed, uint32_t purpose,
+                         uint64_t step, uint64_t base_index);
+
+void cast_bf16_to_f32(const bf16* in, float* out, size_t n);
+
+}  // namespace srkit::cpu

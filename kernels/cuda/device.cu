@@ -1,0 +1,59 @@
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "kernels/cuda/device.h"
+
+namespace srkit::cuda {
+
+bool device_available(std::string* reason) {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    if (reason) *reason = std::string("no usable CUDA device: ") + cudaGetErrorString(err);
+    cudaGetLastError();  // clear the sticky error
+    return false;
+  }
+  if (count == 0) {
+    if (reason) *reason = "no CUDA device present";
+    return false;
+  }
+  return true;
+}
+
+std::string device_description() {
+  int dev = 0;
+  check(cudaGetDevice(&dev), "cudaGetDevice");
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, dev), "cudaGetDeviceProperties");
+  return std::string(prop.name) + " (sm_" + std::to_string(prop.major) +
+         std::to_string(prop.minor) + ", " + std::to_string(prop.totalGlobalMem >> 30) + " GiB)";
+}
+
+void check(int code, const char* what) {
+  if (code != cudaSuccess) {
+    throw std::runtime_error(std::string(what) +
+                             " failed: " + cudaGetErrorString(static_cast<cudaError_t>(code)));
+  }
+}
+
+void* device_malloc(size_t bytes) {
+  void* p = nullptr;
+  check(cudaMalloc(&p, bytes), "cudaMalloc");
+  return p;
+}
+
+void device_free(void* p) { check(cudaFree(p), "cudaFree"); }
+
+void copy_to_device(void* dst, const void* src, size_t bytes) {
+  check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+}
+
+void copy_to_host(void* dst, const void* src, size_t bytes) {
+  check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
+}
+
+void synchronize() { check(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
+
+}  // namespace srkit::cuda
