@@ -8,6 +8,10 @@
 // their gradient outputs (d* += ...), so callers zero them when a new gradient
 // begins; this is what makes gradient accumulation over micro-batches and the
 // residual stream's gradient sums work without extra buffers.
+//
+// Ops taking a Workspace use its slots as scratch for the duration of the call:
+// any of them may overwrite every slot. Bad shapes or targets throw
+// std::invalid_argument naming the op and the offending value.
 #pragma once
 
 #include <cstddef>
@@ -18,13 +22,36 @@
 
 namespace srkit::cpu {
 
-// out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]
+// Ops whose work (elements touched, or multiply-adds) is below this run on the
+// calling thread: waking an OpenMP team costs more than it saves, and far more
+// when the cores are shared and the team spins.
+inline constexpr size_t kParallelMinWork = size_t(1) << 15;
+
+// Element access for the two storage types: widening is exact; storing rounds to
+// nearest even (the one rounding per output element).
+inline float to_f32(float x) { return x; }
+inline float to_f32(bf16 x) { return bf16_to_float(x); }
+template <typename T>
+T from_f32(float x);
+template <>
+inline float from_f32<float>(float x) {
+  return x;
+}
+template <>
+inline bf16 from_f32<bf16>(float x) {
+  return float_to_bf16_rn(x);
+}
+
+// out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]. Tokens must lie in [0, rows of wte).
 template <typename T>
 void encoder_forward(T* out, const int32_t* tokens, const T* wte, const T* wpe, int B, int Tn,
                      int C);
+// dwte[tok] += sum of dout over the positions holding tok (positions in order);
+// dwpe[t] += sum over b of dout[b,t].
 template <typename T>
 void encoder_backward(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, int B, int Tn, int C);
 
+// out = (inp - mean) * rstd * weight + bias per row, eps 1e-5 (GPT-2).
 // mean, rstd: [N] fp32 (saved for backward).
 template <typename T>
 void layernorm_forward(T* out, float* mean, float* rstd, const T* inp, const T* weight,
@@ -45,8 +72,11 @@ template <typename T>
 void matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
                      int N, int C, int OC, Workspace& ws);
 
-// Causal multi-head self-attention, direct O(T^2) form.
+// Causal multi-head self-attention, direct O(T^2) form; C % NH == 0.
 // inp: [B,T,3C] (q,k,v); out: [B,T,C]; preatt, att: [B,NH,T,T].
+// preatt = q.k / sqrt(C/NH); att = softmax over t2 <= t (fp32, max subtracted);
+// masked entries (t2 > t) of both are written as 0. out = att @ v uses att as
+// stored (rounded for bf16), so the backward differentiates what forward used.
 template <typename T>
 void attention_forward(T* out, T* preatt, T* att, const T* inp, int B, int Tn, int C, int NH);
 // dinp: [B,T,3C]; dpreatt, datt: [B,NH,T,T] scratch (overwritten, not accumulated).
@@ -57,6 +87,7 @@ void attention_backward(T* dinp, T* dpreatt, T* datt, const T* dout, const T* in
 // GELU, tanh approximation (GPT-2).
 template <typename T>
 void gelu_forward(T* out, const T* inp, size_t n);
+// dinp += dout * gelu'(inp)
 template <typename T>
 void gelu_backward(T* dinp, const T* inp, const T* dout, size_t n);
 
@@ -67,12 +98,14 @@ template <typename T>
 void residual_backward(T* da, T* db, const T* dout, size_t n);
 
 // Softmax cross-entropy over the first V of Vp logits (padding never predicted).
-// losses[B*T] fp32. targets[i] < 0 means "ignore" (loss 0, no gradient).
+// losses[N] fp32. targets[i] < 0 means "ignore" (loss 0, no gradient);
+// targets[i] >= V throws.
 template <typename T>
 void crossentropy_forward(float* losses, const T* logits, const int32_t* targets, int N, int V,
                           int Vp);
-// dlogits = (softmax(logits) - onehot(target)) * dloss, written in place of nothing
-// (overwrites dlogits, padding columns set to 0).
+// dlogits = (softmax(logits) - onehot(target)) * dloss. Overwrites dlogits
+// (padding columns and ignored rows set to 0). dlogits may alias logits (in-place,
+// as llm.c does to save the [N,Vp] buffer).
 template <typename T>
 void crossentropy_backward(T* dlogits, const T* logits, const int32_t* targets, float dloss, int N,
                            int V, int Vp);

@@ -5,24 +5,31 @@
 
 #include <cstddef>
 #include <memory>
-#include <vector>
 
 namespace srkit::cpu {
 
 class Workspace {
  public:
-  // A buffer of at least n floats in slot `slot` (0..7); valid until the next
-  // call for the same slot with a larger n.
+  static constexpr int kSlots = 8;
+  static constexpr size_t kAlignment = 64;  // one cache line, a whole AVX-512 vector
+
+  // A 64-byte aligned buffer of at least n floats in slot `slot` (0..kSlots-1);
+  // valid until the next call for the same slot with a larger n. Contents are
+  // unspecified (not zeroed); growing discards them.
   float* floats(int slot, size_t n);
   size_t bytes() const;       // currently held
   size_t peak_bytes() const;  // high-water mark
+  void release();             // frees every slot (peak is kept)
 
  private:
+  struct AlignedFree {
+    void operator()(float* p) const;
+  };
   struct Buffer {
-    std::unique_ptr<float[]> data;
+    std::unique_ptr<float[], AlignedFree> data;
     size_t size = 0;
   };
-  Buffer slots_[8];
+  Buffer slots_[kSlots];
   size_t peak_ = 0;
 };
 

@@ -1,0 +1,117 @@
+#include "apps/sr-train/compare.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+#include "lib/precision.h"
+#include "lib/train/trainer.h"
+
+namespace srkit {
+namespace {
+
+std::string mib(size_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", double(bytes) / (1024.0 * 1024.0));
+  return buf;
+}
+
+std::string fixed(double x, int digits) {
+  if (x < 0) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, x);
+  return buf;
+}
+
+std::string markdown_table(const std::vector<RunSummary>& runs) {
+  std::ostringstream out;
+  out << "| strategy | train loss | val loss | val ppl | tok/s | weights MiB | master MiB | "
+         "grads MiB | opt state MiB | activations MiB | peak MiB | bytes/param |\n"
+      << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const RunSummary& r : runs) {
+    const auto& p = r.memory.peak;
+    auto cat = [&](MemCategory c) { return mib(p[static_cast<int>(c)]); };
+    out << "| " << r.strategy << " | " << fixed(r.train_loss, 4) << " | " << fixed(r.val_loss, 4)
+        << " | " << fixed(r.val_ppl, 3) << " | " << fixed(r.tokens_per_s, 0) << " | "
+        << cat(MemCategory::kWeights) << " | " << cat(MemCategory::kMaster) << " | "
+        << cat(MemCategory::kGrads) << " | " << cat(MemCategory::kOptState) << " | "
+        << cat(MemCategory::kActivations) << " | " << mib(r.memory.total_peak) << " | "
+        << fixed(r.bytes_per_param, 0) << " |\n";
+  }
+  return out.str();
+}
+
+void write_json(const std::string& path, const nlohmann::json& j) {
+  if (path.empty()) return;
+  std::ofstream f(path);
+  if (!f) throw std::runtime_error("--json: cannot write " + path);
+  f << j.dump(2) << "\n";
+}
+
+std::vector<std::string> split_list(const std::string& list) {
+  std::vector<std::string> items;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty())
+      throw std::invalid_argument("--compare: empty strategy name in '" + list + "'");
+    items.push_back(item);
+  }
+  return items;
+}
+
+}  // namespace
+
+int run_single(const TrainConfig& config, const std::string& json_path) {
+  Trainer trainer(config);
+  const RunSummary r = trainer.run();
+  std::printf("\n%s\n", markdown_table({r}).c_str());
+  if (!r.sample.empty()) std::printf("sample:\n%s\n\n", r.sample.c_str());
+  std::printf("log: %s\n", r.log_file.c_str());
+  if (!r.checkpoint.empty()) std::printf("checkpoint: %s\n", r.checkpoint.c_str());
+  write_json(json_path, r.to_json());
+  return r.interrupted ? 128 + stop_signal() : 0;
+}
+
+int run_compare(const TrainConfig& config, const std::string& strategies,
+                const std::string& json_path) {
+  // Overrides may contain commas (bf16-sr:m=f32,v=f32), so a new item starts
+  // only where a preset name starts.
+  std::vector<std::string> names;
+  for (const std::string& item : split_list(strategies)) {
+    if (!names.empty() && item.find('=') != std::string::npos &&
+        item.find(':') == std::string::npos) {
+      names.back() += "," + item;
+    } else {
+      names.push_back(item);
+    }
+  }
+  for (const std::string& n : names) (void)strategy_from_string(n);  // fail before training
+  TrainConfig base = config;
+  base.validate();
+  std::vector<RunSummary> runs;
+  nlohmann::json all = {{"config", base.to_json()}, {"runs", nlohmann::json::array()}};
+  for (const std::string& name : names) {
+    TrainConfig c = base;
+    c.strategy = name;
+    c.log_file.clear();  // one log per strategy: OUT/<strategy>.jsonl
+    Trainer trainer(c);
+    runs.push_back(trainer.run());
+    all["runs"].push_back(runs.back().to_json());
+    if (runs.back().interrupted) break;
+  }
+  const std::string table = markdown_table(runs);
+  std::printf("\n%s\n", table.c_str());
+  const std::string json_file =
+      json_path.empty() ? (std::filesystem::path(base.out_dir) / "compare.json").string()
+                        : json_path;
+  write_json(json_file, all);
+  std::printf("table as JSON: %s; per-step logs: %s/<strategy>.jsonl\n", json_file.c_str(),
+              base.out_dir.c_str());
+  return runs.back().interrupted ? 128 + stop_signal() : 0;
+}
+
+}  // namespace srkit

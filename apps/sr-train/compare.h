@@ -1,0 +1,15 @@
+// sr-train's two modes: one run, or the same run once per strategy (--compare).
+#pragma once
+
+#include <string>
+
+#include "lib/train/train_config.h"
+
+namespace srkit {
+
+// Each returns the process exit code: 0, or 128 + signal when interrupted.
+int run_single(const TrainConfig& config, const std::string& json_path);
+int run_compare(const TrainConfig& config, const std::string& strategies,
+                const std::string& json_path);
+
+}  // namespace srkit

@@ -1,0 +1,115 @@
+// sr-train: train a GPT-style model with a chosen precision strategy, or
+// compare several strategies on the same model, data and seed.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "apps/sr-train/compare.h"
+#include "lib/model/gpt_config.h"
+#include "lib/precision.h"
+#include "lib/train/trainer.h"
+
+namespace {
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+void add_flags(CLI::App& app, srkit::TrainConfig& c, std::string& compare, std::string& json) {
+  app.add_option("--model", c.model, "model preset: " + join(srkit::gpt_preset_names()))
+      ->capture_default_str();
+  app.add_option("--layers", c.layers, "override: number of layers");
+  app.add_option("--channels", c.channels, "override: embedding width");
+  app.add_option("--heads", c.heads, "override: attention heads");
+  app.add_option("--vocab", c.vocab, "override: vocabulary size");
+  app.add_option("--max-seq-len", c.max_seq_len, "override: maximum sequence length");
+  app.add_option("--strategy", c.strategy,
+                 "precision strategy: " + join(srkit::strategy_preset_names()) +
+                     ", optionally with overrides, e.g. bf16-sr:v=f32,vround=sr")
+      ->capture_default_str();
+  app.add_option("--compare", compare,
+                 "comma-separated strategies to train one after another on the same model, "
+                 "data and seed; prints a table");
+  app.add_option("--device", c.device, "cpu or cuda")->capture_default_str();
+  app.add_option("--threads", c.threads, "CPU threads (0 = OpenMP default)");
+  app.add_option("--data", c.data,
+                 "training data: a text file, or llm.c .bin shard(s) (glob allowed); "
+                 "default: the built-in synthetic corpus");
+  app.add_option("--val-data", c.val_data, "validation data (default: tail of --data)");
+  app.add_option("--val-fraction", c.val_fraction, "held-out fraction of --data")
+      ->capture_default_str();
+  app.add_option("--synthetic-bytes", c.synthetic_bytes, "size of the built-in corpus")
+      ->capture_default_str();
+  app.add_option("--batch", c.batch, "sequences per micro-batch")->capture_default_str();
+  app.add_option("--seq-len", c.seq_len, "tokens per sequence")->capture_default_str();
+  app.add_option("--grad-accum", c.grad_accum, "micro-batches per optimizer step")
+      ->capture_default_str();
+  app.add_option("--steps", c.steps, "optimizer steps")->capture_default_str();
+  app.add_option("--tokens", c.tokens, "train for this many tokens instead of --steps");
+  app.add_option("--lr", c.lr, "peak learning rate")->capture_default_str();
+  app.add_option("--min-lr", c.min_lr, "learning rate at the last step (default lr/10)");
+  app.add_option("--warmup", c.warmup, "linear warmup steps")->capture_default_str();
+  app.add_option("--schedule", c.schedule, "decay after warmup: cosine, linear or constant")
+      ->capture_default_str();
+  app.add_option("--weight-decay", c.adamw.weight_decay, "decoupled weight decay")
+      ->capture_default_str();
+  app.add_option("--beta1", c.adamw.beta1, "AdamW beta1")->capture_default_str();
+  app.add_option("--beta2", c.adamw.beta2, "AdamW beta2")->capture_default_str();
+  app.add_option("--eps", c.adamw.eps, "AdamW epsilon")->capture_default_str();
+  app.add_option("--clip", c.adamw.grad_clip, "global gradient-norm clip (<= 0: off)")
+      ->capture_default_str();
+  app.add_option("--seed", c.seed, "seed of init, data order and SR bits")->capture_default_str();
+  app.add_option("--eval-interval", c.eval_interval, "steps between evaluations (0: end only)")
+      ->capture_default_str();
+  app.add_option("--eval-batches", c.eval_batches, "validation batches per evaluation")
+      ->capture_default_str();
+  app.add_option("--out", c.out_dir, "directory for logs, checkpoints and tables")
+      ->capture_default_str();
+  app.add_option("--log", c.log_file, "JSONL metrics log (default OUT/<strategy>.jsonl)");
+  app.add_option("--ckpt-dir", c.ckpt_dir, "checkpoint directory (default OUT/ckpt-<strategy>)");
+  app.add_option("--ckpt-interval", c.ckpt_interval, "steps between checkpoints (0: end only)")
+      ->capture_default_str();
+  app.add_flag("!--no-final-ckpt", c.save_final, "do not write a checkpoint at the end");
+  app.add_option("--resume", c.resume, "continue from a checkpoint file or directory");
+  app.add_option("--sample-tokens", c.sample_tokens, "tokens to generate at the end (0: none)")
+      ->capture_default_str();
+  app.add_flag("-q,--quiet", c.quiet, "no progress lines");
+  app.add_option("--json", json, "write the summary (or comparison) as JSON to this file");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"sr-train: train GPT-style models in pure BF16 with stochastic rounding"};
+  app.set_version_flag("--version", std::string("sr-train ") + SRKIT_VERSION);
+  // A later flag overrides an earlier one, so scripts can append to a base command.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  srkit::TrainConfig config;
+  std::string compare, json;
+  add_flags(app, config, compare, json);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "sr-train: %s (see --help)\n", e.what());
+    return 2;
+  }
+  srkit::install_stop_handlers();
+  try {
+    if (!compare.empty()) return srkit::run_compare(config, compare, json);
+    return srkit::run_single(config, json);
+  } catch (const srkit::TrainingDiverged& e) {
+    std::fprintf(stderr, "sr-train: %s\n", e.what());
+    return 3;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sr-train: %s\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,177 @@
+// matmul_forward / matmul_backward (T = float and bf16) next to raw cblas_sgemm
+// calls of the same shapes, at the GPT shapes the CPU backend trains.
+//
+// FLOP counts: forward = one GEMM = 2*N*C*OC. Backward = two GEMMs (dinp =
+// dout @ W and dW = dout^T @ inp) = 4*N*C*OC; the dbias column sum is O(N*OC)
+// and not counted. (Forward + backward = 3 GEMMs' worth per linear layer.)
+// "raw" is the same sgemm call(s) on fp32 arrays with nothing around them: the
+// ceiling for the wrappers. vs_raw = raw time / wrapper time, with the raw time
+// measured (median of 3) in the same process just before each wrapper benchmark,
+// so it tracks the noise of a shared machine.
+// Run with OMP_NUM_THREADS=2 (the figures in BENCHMARKS.md).
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/ops.h"
+
+namespace {
+
+using srkit::bf16;
+using srkit::cpu::Workspace;
+
+struct Shape {
+  const char* name;
+  int N, C, OC;
+};
+
+// d4 (C=256, 4 heads, byte vocabulary, B*T = 8*256) and GPT-2 124M (C=768).
+const Shape kShapes[] = {
+    {"d4.attproj+lmhead", 2048, 256, 256},
+    {"d4.qkv", 2048, 256, 768},
+    {"d4.fc", 2048, 256, 1024},
+    {"d4.fcproj", 2048, 1024, 256},
+    {"124M.attproj", 2048, 768, 768},
+    {"124M.qkv", 2048, 768, 2304},
+    {"124M.fc", 2048, 768, 3072},
+    {"124M.fcproj", 2048, 3072, 768},
+    {"124M.lmhead", 256, 768, 50304},
+};
+
+// Deterministic values in [-1, 1) (a cheap hash: no RNG state to carry).
+template <typename T>
+std::vector<T> filled(size_t n, uint32_t salt) {
+  std::vector<T> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t z = uint32_t(i) * 2654435761u + salt * 40503u;
+    z ^= z >> 15;
+    z *= 2246822519u;
+    z ^= z >> 13;
+    v[i] = srkit::cpu::from_f32<T>(float(z >> 8) / float(1 << 23) - 1.0f);
+  }
+  return v;
+}
+
+double gemm_flop(const Shape& s) { return 2.0 * s.N * s.C * s.OC; }
+
+// The raw calls: forward out = inp @ W^T; backward dinp += dout @ W, dW += dout^T @ inp.
+struct RawArrays {
+  explicit RawArrays(const Shape& s)
+      : inp(filled<float>(size_t(s.N) * s.C, 1)),
+        w(filled<float>(size_t(s.OC) * s.C, 2)),
+        out(size_t(s.N) * s.OC),
+        dout(filled<float>(size_t(s.N) * s.OC, 3)),
+        dinp(size_t(s.N) * s.C),
+        dw(size_t(s.OC) * s.C) {}
+  std::vector<float> inp, w, out, dout, dinp, dw;
+};
+
+void raw_forward(const Shape& s, RawArrays& a) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s.N, s.OC, s.C, 1.0f, a.inp.data(), s.C,
+              a.w.data(), s.C, 0.0f, a.out.data(), s.OC);
+}
+
+void raw_backward(const Shape& s, RawArrays& a) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s.N, s.C, s.OC, 1.0f, a.dout.data(), s.OC,
+              a.w.data(), s.C, 1.0f, a.dinp.data(), s.C);
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, s.OC, s.C, s.N, 1.0f, a.dout.data(), s.OC,
+              a.inp.data(), s.C, 1.0f, a.dw.data(), s.C);
+}
+
+template <typename F>
+double seconds(F&& f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Median of 3 timed calls after one warm-up call.
+template <typename F>
+double median3(F&& f) {
+  f();
+  double t[3];
+  for (double& x : t) x = seconds(f);
+  std::sort(t, t + 3);
+  return t[1];
+}
+
+void set_flops(benchmark::State& state, double flop) {
+  state.counters["FLOP/s"] =
+      benchmark::Counter(flop, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_raw(benchmark::State& state, Shape s, bool backward) {
+  RawArrays a(s);
+  for (auto _ : state) {
+    if (backward) {
+      raw_backward(s, a);
+    } else {
+      raw_forward(s, a);
+    }
+    benchmark::ClobberMemory();
+  }
+  set_flops(state, (backward ? 2 : 1) * gemm_flop(s));
+}
+
+template <typename T>
+void BM_matmul(benchmark::State& state, Shape s, bool backward) {
+  const auto inp = filled<T>(size_t(s.N) * s.C, 1), w = filled<T>(size_t(s.OC) * s.C, 2),
+             bias = filled<T>(size_t(s.OC), 4), dout = filled<T>(size_t(s.N) * s.OC, 3);
+  std::vector<T> out(size_t(s.N) * s.OC), dinp(size_t(s.N) * s.C), dw(size_t(s.OC) * s.C),
+      dbias(size_t(s.OC));
+  Workspace ws;
+  auto call = [&] {
+    if (backward) {
+      srkit::cpu::matmul_backward(dinp.data(), dw.data(), dbias.data(), dout.data(), inp.data(),
+                                  w.data(), s.N, s.C, s.OC, ws);
+    } else {
+      srkit::cpu::matmul_forward(out.data(), inp.data(), w.data(), bias.data(), s.N, s.C, s.OC, ws);
+    }
+  };
+  double raw_s;
+  {
+    RawArrays a(s);
+    raw_s = median3([&] { backward ? raw_backward(s, a) : raw_forward(s, a); });
+  }
+  call();  // grows the workspace outside the timed loop
+  double total = 0.0;
+  for (auto _ : state) {
+    total += seconds(call);
+    benchmark::ClobberMemory();
+  }
+  set_flops(state, (backward ? 2 : 1) * gemm_flop(s));
+  state.counters["vs_raw"] = raw_s / (total / double(state.iterations()));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (const Shape& s : kShapes) {
+    const std::string dims = std::string(s.name) + "/N=" + std::to_string(s.N) +
+                             ",C=" + std::to_string(s.C) + ",OC=" + std::to_string(s.OC);
+    for (bool backward : {false, true}) {
+      const std::string dir = backward ? "bwd/" : "fwd/";
+      benchmark::RegisterBenchmark(("raw_sgemm/" + dir + dims).c_str(), BM_raw, s, backward)
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark(("matmul_f32/" + dir + dims).c_str(), BM_matmul<float>, s,
+                                   backward)
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark(("matmul_bf16/" + dir + dims).c_str(), BM_matmul<bf16>, s,
+                                   backward)
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond);
+    }
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

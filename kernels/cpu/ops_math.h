@@ -1,0 +1,75 @@
+// Element math for the CPU ops, written so that GCC vectorizes the loops that
+// call it (glibc's expf/tanhf are scalar calls without -ffast-math, which made
+// softmax and GELU cost more than the GEMMs around them). Host+device and free
+// of libm, so a CUDA kernel could call the same bodies and get the same bits.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/common/bf16.h"
+#include "kernels/common/hd.h"
+
+namespace srkit::cpu {
+
+// c ? a : b on bit patterns, through masks: a branch (or a float select whose arm
+// folds to a constant) in these bodies stops GCC from vectorizing the caller's
+// loop under the default -ftrapping-math.
+SRKIT_HD uint32_t select_bits(bool c, uint32_t a, uint32_t b) {
+  const uint32_t m = 0u - uint32_t(c);
+  return (a & m) | (b & ~m);
+}
+
+// e^x in fp32, within 2 ulp over the whole range (1.2 measured; tests/test_ops_math.cpp):
+// overflow gives +Inf, underflow is gradual down to 0, NaN stays NaN.
+// e^x = 2^n * e^r with n = round(x / ln 2) and r = x - n ln 2 (ln 2 in two parts,
+// the first exact in few bits so n * ln2_hi is exact), |r| <= ln2 / 2, and e^r
+// by its degree-7 Taylor polynomial (truncation < 3e-9 relative). x is first
+// clamped to [-104, 88.8] (e^x rounds to 0 below, overflows above), so that
+// n lies in [-150, 128]; 2^n is applied as two factors 2^(n/2) that are both
+// normal floats, so overflow and gradual underflow happen in the last multiply.
+SRKIT_HD float exp_poly(float x) {
+  constexpr uint32_t kLoBits = 0xc2d00000u;  // -104.0f
+  constexpr uint32_t kHiBits = 0x42b1999au;  // 88.8f
+  const uint32_t u = float_as_bits(x);
+  const bool nan = (u & 0x7fffffffu) > 0x7f800000u;            // NaN is not clamped: it propagates
+  uint32_t uc = select_bits(!nan && u > kLoBits, kLoBits, u);  // x < -104
+  uc = select_bits(!nan && u > kHiBits && u < 0x80000000u, kHiBits, uc);  // x > 88.8
+  const float xc = bits_as_float(uc);
+  // Adding 1.5 * 2^23 rounds to an integer, which then sits in the low mantissa
+  // bits: n as a float and as an int32 without a float -> int conversion.
+  const float kRound = 12582912.0f;
+  const float k = xc * 1.44269504f + kRound;
+  const float n = k - kRound;
+  const int32_t ni = int32_t(float_as_bits(k) - float_as_bits(kRound));
+  const float r = (xc - n * 0.693359375f) - n * -2.12194440e-4f;
+  float p = 1.0f / 5040.0f;
+  p = p * r + 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const int32_t n1 = ni / 2, n2 = ni - n1;
+  const float s1 = bits_as_float(uint32_t(n1 + 127) << 23);
+  const float s2 = bits_as_float(uint32_t(n2 + 127) << 23);
+  return (p * s1) * s2;
+}
+
+// The logistic function s = 1 / (1 + e^-z) and 1 - s, both with their relative
+// accuracy on either tail (down into the denormals): with e = e^-|z|, the pair
+// is (1, e) / (1 + e) for z >= 0 and (e, 1) / (1 + e) for z < 0.
+struct Logistic {
+  float s, one_minus_s;
+};
+SRKIT_HD Logistic logistic(float z) {
+  const uint32_t zb = float_as_bits(z);
+  const bool neg = (zb >> 31) != 0u;  // z < 0 (or -0, or a negative NaN: same results)
+  const float e = exp_poly(bits_as_float(zb | 0x80000000u));  // e^-|z|
+  const float inv = 1.0f / (1.0f + e);
+  const uint32_t one = 0x3f800000u, eb = float_as_bits(e);
+  return {bits_as_float(select_bits(neg, eb, one)) * inv,
+          bits_as_float(select_bits(neg, one, eb)) * inv};
+}
+
+}  // namespace srkit::cpu

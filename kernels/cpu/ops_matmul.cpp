@@ -1,0 +1,120 @@
+// matmul_forward / matmul_backward: one sgemm per product. fp32 arrays go straight
+// to BLAS (beta = 1 accumulates into the gradients); bf16 arrays are widened into
+// the workspace, multiplied into fp32 scratch, and a single fused pass adds the
+// bias or the old gradient and rounds once per element.
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/ops.h"
+
+namespace srkit::cpu {
+namespace {
+
+// Workspace slots (any op may clobber any slot; these just keep one call's
+// buffers apart).
+enum Slot : int { kSlotA = 0, kSlotB = 1, kSlotC = 2, kSlotAcc = 3 };
+
+void check_shape(const char* op, int N, int C, int OC) {
+  if (N <= 0 || C <= 0 || OC <= 0) {
+    throw std::invalid_argument(std::string(op) + ": bad shape N=" + std::to_string(N) +
+                                " C=" + std::to_string(C) + " OC=" + std::to_string(OC) +
+                                " (expected all > 0)");
+  }
+}
+
+// out[n,oc] = RN(acc[n,oc] + bias[oc]) (bias may be null). acc may alias out
+// when T = float.
+template <typename T>
+void add_bias_round(T* out, const float* acc, const T* bias, size_t N, size_t OC) {
+#pragma omp parallel for schedule(static) if (parallel : N * OC >= kParallelMinWork)
+  for (size_t n = 0; n < N; ++n) {
+    const float* a = acc + n * OC;
+    T* o = out + n * OC;
+    if (bias) {
+#pragma omp simd
+      for (size_t j = 0; j < OC; ++j) o[j] = from_f32<T>(a[j] + to_f32(bias[j]));
+    } else {
+#pragma omp simd
+      for (size_t j = 0; j < OC; ++j) o[j] = from_f32<T>(a[j]);
+    }
+  }
+}
+
+// dst = RN(dst + acc): the bf16 accumulate-into rule (widen, add in fp32, round once).
+void accumulate_round(bf16* dst, const float* acc, size_t n) {
+#pragma omp parallel for simd schedule(static) if (parallel : n >= kParallelMinWork)
+  for (size_t i = 0; i < n; ++i) dst[i] = float_to_bf16_rn(bf16_to_float(dst[i]) + acc[i]);
+}
+
+// dst[j] += sum over rows r (in order) of src[r, j]. Columns are split into
+// fixed chunks across threads, so each sum's order never depends on the team.
+template <typename T>
+void accumulate_column_sums(T* dst, const float* src, size_t rows, size_t cols) {
+  constexpr size_t kChunk = 64;
+  const size_t chunks = (cols + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (parallel : rows * cols >= kParallelMinWork)
+  for (size_t ch = 0; ch < chunks; ++ch) {
+    const size_t c0 = ch * kChunk;
+    const size_t w = std::min(kChunk, cols - c0);
+    float acc[kChunk] = {};
+    for (size_t r = 0; r < rows; ++r) {
+      const float* s = src + r * cols + c0;
+#pragma omp simd
+      for (size_t j = 0; j < w; ++j) acc[j] += s[j];
+    }
+    for (size_t j = 0; j < w; ++j) dst[c0 + j] = from_f32<T>(to_f32(dst[c0 + j]) + acc[j]);
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void matmul_forward(T* out, const T* inp, const T* weight, const T* bias, int N, int C, int OC,
+                    Workspace& ws) {
+  check_shape("matmul_forward", N, C, OC);
+  const size_t n = size_t(N), c = size_t(C), oc = size_t(OC);
+  const float* x = as_f32(inp, n * c, ws, kSlotA);
+  const float* w = as_f32(weight, oc * c, ws, kSlotB);
+  if constexpr (std::is_same_v<T, float>) {
+    sgemm(false, true, N, OC, C, x, C, w, C, 0.0f, out, OC);
+    if (bias) add_bias_round(out, out, bias, n, oc);
+  } else {
+    float* acc = ws.floats(kSlotC, n * oc);
+    sgemm(false, true, N, OC, C, x, C, w, C, 0.0f, acc, OC);
+    add_bias_round(out, acc, bias, n, oc);
+  }
+}
+
+template <typename T>
+void matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
+                     int N, int C, int OC, Workspace& ws) {
+  check_shape("matmul_backward", N, C, OC);
+  const size_t n = size_t(N), c = size_t(C), oc = size_t(OC);
+  const float* g = as_f32(dout, n * oc, ws, kSlotA);
+  const float* w = as_f32(weight, oc * c, ws, kSlotB);
+  const float* x = as_f32(inp, n * c, ws, kSlotC);
+  if constexpr (std::is_same_v<T, float>) {
+    sgemm(false, false, N, C, OC, g, OC, w, C, 1.0f, dinp, C);    // dinp += dout @ W
+    sgemm(true, false, OC, C, N, g, OC, x, C, 1.0f, dweight, C);  // dW += dout^T @ inp
+  } else {
+    float* acc = ws.floats(kSlotAcc, std::max(n * c, oc * c));
+    sgemm(false, false, N, C, OC, g, OC, w, C, 0.0f, acc, C);
+    accumulate_round(dinp, acc, n * c);
+    sgemm(true, false, OC, C, N, g, OC, x, C, 0.0f, acc, C);
+    accumulate_round(dweight, acc, oc * c);
+  }
+  if (dbias) accumulate_column_sums(dbias, g, n, oc);
+}
+
+#define SRKIT_INSTANTIATE(T)                                                                    \
+  template void matmul_forward<T>(T*, const T*, const T*, const T*, int, int, int, Workspace&); \
+  template void matmul_backward<T>(T*, T*, T*, const T*, const T*, const T*, int, int, int,     \
+                                   Workspace&);
+SRKIT_INSTANTIATE(float)
+SRKIT_INSTANTIATE(bf16)
+#undef SRKIT_INSTANTIATE
+
+}  // namespace srkit::cpu

@@ -1,0 +1,105 @@
+#include "lib/audit/distribution.h"
+
+#include <cfloat>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+#include "kernels/common/sr_bits.h"
+
+namespace srkit::audit {
+namespace {
+
+// A double in [0, 1) from two 32-bit words (53 random bits).
+double unit(uint32_t hi, uint32_t lo) {
+  const uint64_t bits53 = (uint64_t(hi) << 21) ^ (uint64_t(lo) >> 11);
+  return double(bits53) * 0x1p-53;
+}
+
+constexpr double kTwoPi = 6.283185307179586476925286766559;
+
+// Box-Muller needs -log(1 - u) with u < 1 - 2^-53: |z| <= sqrt(2 * 53 ln 2) < 8.6.
+constexpr double kMaxNormalZ = 8.6;
+
+}  // namespace
+
+Dist parse_dist(const std::string& name) {
+  if (name == "uniform") return Dist::kUniform;
+  if (name == "normal") return Dist::kNormal;
+  if (name == "loguniform") return Dist::kLogUniform;
+  throw std::invalid_argument("--dist: unknown distribution '" + name +
+                              "' (expected uniform, normal or loguniform)");
+}
+
+const char* dist_name(Dist d) {
+  switch (d) {
+    case Dist::kUniform:
+      return "uniform";
+    case Dist::kNormal:
+      return "normal";
+    case Dist::kLogUniform:
+      return "loguniform";
+  }
+  return "?";
+}
+
+void validate(const DistParams& p) {
+  auto finite_float = [](double v) { return std::isfinite(v) && std::fabs(v) <= FLT_MAX; };
+  switch (p.dist) {
+    case Dist::kUniform:
+      if (!finite_float(p.a) || !finite_float(p.b)) {
+        throw std::invalid_argument("--a/--b: bounds must be finite floats");
+      }
+      if (!(p.a < p.b)) throw std::invalid_argument("--a/--b: need a < b");
+      break;
+    case Dist::kNormal:
+      if (!(p.sigma > 0) || !std::isfinite(p.sigma)) {
+        throw std::invalid_argument("--sigma: must be positive and finite");
+      }
+      if (!std::isfinite(p.mu) || std::fabs(p.mu) + kMaxNormalZ * p.sigma > FLT_MAX) {
+        throw std::invalid_argument("--mu/--sigma: samples could leave the finite float range");
+      }
+      break;
+    case Dist::kLogUniform:
+      // 2^-149 is the smallest float subnormal; 2^127 keeps every sample finite.
+      if (!(p.emin >= -149 && p.emax <= 127)) {
+        throw std::invalid_argument("--emin/--emax: exponents must lie in [-149, 127]");
+      }
+      if (!(p.emin < p.emax)) throw std::invalid_argument("--emin/--emax: need emin < emax");
+      break;
+  }
+}
+
+std::string describe(const DistParams& p) {
+  char buf[160];
+  switch (p.dist) {
+    case Dist::kUniform:
+      std::snprintf(buf, sizeof buf, "uniform(a=%g, b=%g)", p.a, p.b);
+      break;
+    case Dist::kNormal:
+      std::snprintf(buf, sizeof buf, "normal(mu=%g, sigma=%g)", p.mu, p.sigma);
+      break;
+    case Dist::kLogUniform:
+      std::snprintf(buf, sizeof buf, "loguniform(|x| in [2^%g, 2^%g))", p.emin, p.emax);
+      break;
+  }
+  return buf;
+}
+
+float sample(const DistParams& p, uint64_t seed, uint64_t index) {
+  const Philox4 w = sr_block(seed, kAuditDataPurpose, 0, index);
+  const double u = unit(w.v[0], w.v[1]);
+  switch (p.dist) {
+    case Dist::kUniform:
+      return float(p.a + (p.b - p.a) * u);
+    case Dist::kNormal: {
+      const double radius = std::sqrt(-2.0 * std::log1p(-u));
+      return float(p.mu + p.sigma * radius * std::cos(kTwoPi * unit(w.v[2], w.v[3])));
+    }
+    case Dist::kLogUniform:
+      return float(std::exp2(p.emin + (p.emax - p.emin) * u));
+  }
+  return 0.0f;
+}
+
+}  // namespace srkit::audit

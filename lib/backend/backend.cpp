@@ -1,0 +1,68 @@
+#include "lib/backend/backend.h"
+
+#include <string>
+
+namespace srkit {
+
+const char* mem_category_name(MemCategory c) {
+  switch (c) {
+    case MemCategory::kWeights:
+      return "weights";
+    case MemCategory::kMaster:
+      return "master";
+    case MemCategory::kGrads:
+      return "grads";
+    case MemCategory::kOptState:
+      return "opt_state";
+    case MemCategory::kActivations:
+      return "activations";
+    case MemCategory::kScratch:
+      return "scratch";
+    case MemCategory::kCount:
+      break;
+  }
+  return "?";
+}
+
+static std::string mib(size_t bytes) {
+  return std::to_string((bytes + (1u << 20) - 1) >> 20) + " MiB";
+}
+
+void* Backend::allocate(size_t bytes, MemCategory category) {
+  if (limit_ != 0 && stats_.total_current + bytes > limit_) {
+    throw OutOfMemory(name() + ": out of memory allocating " + mib(bytes) + " of " +
+                      mem_category_name(category) + " (in use " + mib(stats_.total_current) +
+                      ", limit " + mib(limit_) + ")");
+  }
+  void* ptr = raw_allocate(bytes == 0 ? 1 : bytes);
+  allocations_[ptr] = Allocation{bytes, category};
+  const int c = static_cast<int>(category);
+  stats_.current[c] += bytes;
+  stats_.total_current += bytes;
+  if (stats_.current[c] > stats_.peak[c]) stats_.peak[c] = stats_.current[c];
+  if (stats_.total_current > stats_.total_peak) stats_.total_peak = stats_.total_current;
+  return ptr;
+}
+
+void Backend::release(void* ptr) {
+  if (ptr == nullptr) return;
+  auto it = allocations_.find(ptr);
+  if (it == allocations_.end()) throw std::logic_error(name() + ": release of unknown pointer");
+  const int c = static_cast<int>(it->second.category);
+  stats_.current[c] -= it->second.bytes;
+  stats_.total_current -= it->second.bytes;
+  allocations_.erase(it);
+  raw_release(ptr);
+}
+
+MemoryStats Backend::memory() const {
+  MemoryStats s = stats_;
+  const int scratch = static_cast<int>(MemCategory::kScratch);
+  s.current[scratch] += scratch_bytes();
+  s.peak[scratch] += scratch_peak_bytes();
+  s.total_current += scratch_bytes();
+  s.total_peak += scratch_peak_bytes();
+  return s;
+}
+
+}  // namespace srkit

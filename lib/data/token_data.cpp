@@ -1,0 +1,57 @@
+#include "lib/data/token_data.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include "lib/data/bin_shard.h"
+#include "lib/util/format.h"
+
+namespace srkit {
+
+TokenData load_text_file(const std::string& path) {
+  std::error_code ec;
+  const uintmax_t size = std::filesystem::file_size(path, ec);  // fails for directories too
+  if (ec) throw std::runtime_error("cannot open text file '" + path + "': " + ec.message());
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> bytes(static_cast<size_t>(size));
+  in.read(bytes.data(), std::streamsize(bytes.size()));
+  if (!in) throw std::runtime_error("cannot read text file '" + path + "'");
+  if (bytes.empty()) throw std::runtime_error("text file '" + path + "' is empty");
+  TokenData out;
+  out.tokens.resize(bytes.size());
+  for (size_t i = 0; i < bytes.size(); ++i) out.tokens[i] = static_cast<unsigned char>(bytes[i]);
+  out.vocab_size = 256;
+  out.source = path;
+  return out;
+}
+
+TokenData load_tokens(const std::string& path_or_glob) {
+  if (path_or_glob.ends_with(".bin")) return load_bin_shards(path_or_glob);
+  return load_text_file(path_or_glob);
+}
+
+DataSplits split_tail(TokenData all, double val_fraction) {
+  if (!(val_fraction >= 0.0 && val_fraction < 1.0))
+    throw std::invalid_argument(strprintf("val fraction %g is outside [0, 1)", val_fraction));
+  const size_t n = all.tokens.size();
+  const size_t n_val = size_t(std::llround(double(n) * val_fraction));
+  if (n_val >= n) {
+    throw std::invalid_argument(
+        strprintf("splitting %zu tokens of '%s' with val fraction %g leaves no "
+                  "training tokens",
+                  n, all.source.c_str(), val_fraction));
+  }
+  DataSplits out;
+  out.val.tokens.assign(all.tokens.end() - std::ptrdiff_t(n_val), all.tokens.end());
+  out.val.vocab_size = all.vocab_size;
+  out.val.source = all.source + " (val split)";
+  all.tokens.resize(n - n_val);
+  out.train.tokens = std::move(all.tokens);
+  out.train.vocab_size = all.vocab_size;
+  out.train.source = all.source + " (train split)";
+  return out;
+}
+
+}  // namespace srkit

@@ -1,0 +1,76 @@
+// The GPT-2 model on a Backend: flat parameter and gradient buffers (layout in
+// param_layout.h), activations sized for the batch in use, and the forward and
+// backward passes written once against the Backend's ops.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/common/dtype.h"
+#include "lib/backend/backend.h"
+#include "lib/model/gpt_config.h"
+#include "lib/model/param_layout.h"
+
+namespace srkit {
+
+class PhaseTimers;
+
+class GPT {
+ public:
+  // dtype: storage of weights, activations and gradients.
+  GPT(Backend& backend, const GPTConfig& config, DType dtype);
+  ~GPT();
+  GPT(const GPT&) = delete;
+  GPT& operator=(const GPT&) = delete;
+
+  const GPTConfig& config() const { return config_; }
+  const ParamLayout& layout() const { return layout_; }
+  DType dtype() const { return dtype_; }
+  Backend& backend() { return backend_; }
+  void* weights() { return weights_; }
+  void* grads() { return grads_; }
+  size_t weight_bytes() const { return layout_.total_size() * dtype_size(dtype_); }
+
+  // GPT-2 initialisation, deterministic from the seed: N(0, 0.02) for embeddings
+  // and matrices, 0.02/sqrt(2L) for the residual projections, zero biases, unit
+  // LayerNorm gains; padded vocabulary rows stay zero. Values are drawn in fp32
+  // and rounded to nearest into the weight dtype. Returns the fp32 values
+  // (rounded to the weight dtype, so every strategy starts from the same weights).
+  std::vector<float> init_weights(uint64_t seed);
+  // Host fp32 values (widened from the weight dtype) <-> device weights.
+  std::vector<float> weights_as_f32();
+  void set_weights_from_f32(const std::vector<float>& values);
+
+  // Forward over B rows of T tokens (host arrays of B*T). With targets, returns
+  // the mean cross-entropy over positions whose target is >= 0; without, 0.
+  float forward(const int32_t* inputs, const int32_t* targets, int B, int T);
+  void zero_grads();
+  // After a forward with targets: grads += d(loss * loss_scale)/d(params).
+  void backward(float loss_scale);
+  // After a forward: fp32 logits (first vocab_size) of row b, position t.
+  std::vector<float> logits(int b, int t);
+
+  void set_timers(PhaseTimers* timers) { timers_ = timers; }
+
+ private:
+  struct Acts;
+  void ensure_activations(int B, int T);
+  void free_activations();
+  void* param(const char* name, int layer = -1);
+  void* grad(const char* name, int layer = -1);
+  void* at(void* base, size_t elements) const;
+
+  Backend& backend_;
+  GPTConfig config_;
+  ParamLayout layout_;
+  DType dtype_;
+  void* weights_ = nullptr;
+  void* grads_ = nullptr;
+  Acts* acts_ = nullptr;
+  int cap_B_ = 0, cap_T_ = 0;  // activation capacity
+  int B_ = 0, T_ = 0;          // shape of the last forward
+  int valid_targets_ = 0;      // count of targets >= 0 in the last forward
+  PhaseTimers* timers_ = nullptr;
+};
+
+}  // namespace srkit

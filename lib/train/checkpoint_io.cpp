@@ -1,0 +1,146 @@
+#include "lib/train/checkpoint_io.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <stdexcept>
+#include <vector>
+
+#include "lib/checkpoint/checkpoint_dir.h"
+#include "lib/checkpoint/safetensors.h"
+
+namespace srkit {
+namespace {
+
+constexpr const char* kFormat = "srkit-checkpoint-1";
+
+std::string st_dtype(DType d) { return d == DType::kF32 ? "F32" : "BF16"; }
+
+nlohmann::json model_json(const GPTConfig& c) {
+  return {{"layers", c.num_layers},
+          {"channels", c.channels},
+          {"heads", c.num_heads},
+          {"vocab", c.vocab_size},
+          {"max_seq_len", c.max_seq_len}};
+}
+
+std::vector<char> device_to_host(Backend& backend, const void* src, size_t bytes) {
+  std::vector<char> host(bytes);
+  backend.copy_to_host(host.data(), src, bytes);
+  return host;
+}
+
+}  // namespace
+
+void save_checkpoint(const std::string& path, GPT& model, const Optimizer& optimizer,
+                     const CheckpointInfo& info) {
+  Backend& backend = model.backend();
+  const size_t es = dtype_size(model.dtype());
+  const std::vector<char> weights =
+      device_to_host(backend, model.weights(), model.layout().total_size() * es);
+  std::vector<TensorRef> tensors;
+  for (const ParamTensor& t : model.layout().tensors()) {
+    tensors.push_back(TensorRef{t.name, st_dtype(model.dtype()), t.shape,
+                                weights.data() + t.offset * es, t.count * es});
+  }
+  std::vector<std::vector<char>> states;  // keep the host copies alive until written
+  for (const Optimizer::StateBuffer& s : optimizer.state_buffers()) {
+    states.push_back(device_to_host(backend, s.data, s.bytes));
+    const int64_t elements = int64_t(optimizer.end() - optimizer.begin());
+    tensors.push_back(
+        TensorRef{"optimizer." + s.name, s.dtype, {elements}, states.back().data(), s.bytes});
+  }
+  std::map<std::string, std::string> meta;
+  meta["format"] = kFormat;
+  meta["step"] = std::to_string(info.step);
+  meta["data_cursor"] = std::to_string(info.data_cursor);
+  meta["seed"] = std::to_string(info.seed);
+  meta["strategy"] = info.strategy;
+  meta["model"] = model_json(model.config()).dump();
+  meta["config"] = info.config.dump();
+  meta["optimizer_range"] =
+      std::to_string(optimizer.begin()) + ":" + std::to_string(optimizer.end());
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path().empty()
+                                          ? std::filesystem::path(".")
+                                          : std::filesystem::path(path).parent_path());
+  save_safetensors(path, tensors, meta);
+}
+
+CheckpointInfo read_checkpoint_info(const std::string& path) {
+  SafetensorsReader reader(path);
+  const auto& meta = reader.metadata();
+  auto field = [&](const char* key) {
+    auto it = meta.find(key);
+    if (it == meta.end()) {
+      throw std::runtime_error(path + ": not an srkit checkpoint (metadata lacks '" + key + "')");
+    }
+    return it->second;
+  };
+  if (field("format") != kFormat) {
+    throw std::runtime_error(path + ": unsupported checkpoint format '" + field("format") + "'");
+  }
+  CheckpointInfo info;
+  try {
+    info.step = std::stoull(field("step"));
+    info.data_cursor = std::stoull(field("data_cursor"));
+    info.seed = std::stoull(field("seed"));
+    info.config = nlohmann::json::parse(field("config"));
+  } catch (const std::logic_error& e) {
+    throw std::runtime_error(path + ": malformed checkpoint metadata (" + e.what() + ")");
+  }
+  info.strategy = field("strategy");
+  return info;
+}
+
+CheckpointInfo load_checkpoint(const std::string& path, GPT& model, Optimizer& optimizer) {
+  CheckpointInfo info = read_checkpoint_info(path);
+  SafetensorsReader reader(path);
+  const std::string want = model_json(model.config()).dump();
+  const std::string have = reader.metadata().at("model");
+  if (have != want) {
+    throw std::runtime_error(path + ": checkpoint is for model " + have + ", this run has " + want);
+  }
+  if (info.strategy != optimizer.strategy().name) {
+    throw std::runtime_error(path + ": checkpoint strategy is '" + info.strategy +
+                             "', this run uses '" + optimizer.strategy().name + "'");
+  }
+  Backend& backend = model.backend();
+  const size_t es = dtype_size(model.dtype());
+  std::vector<char> weights(model.layout().total_size() * es, 0);
+  for (const ParamTensor& t : model.layout().tensors()) {
+    const SafetensorsReader::Info ti = reader.info(t.name);
+    if (ti.dtype != st_dtype(model.dtype()) || ti.shape != t.shape) {
+      throw std::runtime_error(path + ": tensor " + t.name + " has dtype " + ti.dtype +
+                               " and a different shape than this model expects");
+    }
+    reader.read(t.name, weights.data() + t.offset * es, t.count * es);
+  }
+  backend.copy_to_device(model.weights(), weights.data(), weights.size());
+  const int64_t elements = int64_t(optimizer.end() - optimizer.begin());
+  for (const Optimizer::StateBuffer& s : optimizer.state_buffers()) {
+    const std::string name = "optimizer." + s.name;
+    if (!reader.has(name)) throw std::runtime_error(path + ": missing tensor " + name);
+    const SafetensorsReader::Info ti = reader.info(name);
+    if (ti.dtype != s.dtype || ti.shape != std::vector<int64_t>{elements}) {
+      throw std::runtime_error(path + ": tensor " + name + " does not match this run's optimizer");
+    }
+    std::vector<char> host(s.bytes);
+    reader.read(name, host.data(), s.bytes);
+    backend.copy_to_device(s.data, host.data(), s.bytes);
+  }
+  return info;
+}
+
+std::string resolve_checkpoint(const std::string& file_or_dir) {
+  namespace fs = std::filesystem;
+  if (!fs::exists(file_or_dir)) {
+    throw std::runtime_error("--resume: " + file_or_dir + " does not exist");
+  }
+  if (!fs::is_directory(file_or_dir)) return file_or_dir;
+  const std::string latest = latest_checkpoint(file_or_dir);
+  if (latest.empty()) {
+    throw std::runtime_error("--resume: no ckpt_*.safetensors in directory " + file_or_dir);
+  }
+  return latest;
+}
+
+}  // namespace srkit

@@ -1,0 +1,79 @@
+// The optimizer driver: owns the strategy's extra state (master weights, m, v,
+// Kahan compensation) for a range of the flat parameter buffer, computes the
+// global gradient norm and clip factor, and runs the one fused AdamW pass.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/common/adamw.h"
+#include "lib/backend/backend.h"
+#include "lib/model/gpt.h"
+#include "lib/precision.h"
+
+namespace srkit {
+
+struct AdamWSettings {
+  float beta1 = 0.9f;
+  float beta2 = 0.95f;
+  float eps = 1e-8f;
+  float weight_decay = 0.1f;
+  float grad_clip = 1.0f;  // global-norm clip; <= 0 disables
+};
+
+struct OptimizerStepResult {
+  double grad_norm = 0.0;   // before clipping
+  float clip_scale = 1.0f;  // factor applied to the gradients
+  AdamWTelemetry telemetry{};
+};
+
+class Optimizer {
+ public:
+  // Manages flat elements [begin, end) of model's buffers (the whole buffer
+  // unless a ZeRO shard is given). State starts at zero; master weights start
+  // equal to the model's weights.
+  Optimizer(GPT& model, const PrecisionStrategy& strategy, uint64_t seed, size_t begin = 0,
+            size_t end = size_t(-1));
+  ~Optimizer();
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  const PrecisionStrategy& strategy() const { return strategy_; }
+  size_t begin() const { return begin_; }
+  size_t end() const { return end_; }
+
+  // Re-derive master weights from the model's current weights (after init).
+  void reset_master_from_weights();
+
+  // Global gradient norm of the model's gradients over the whole buffer, as the
+  // caller sees it (after any all-reduce).
+  double grad_norm();
+  // One AdamW step; step is 1-based (bias correction uses it; SR bits too).
+  OptimizerStepResult step(uint64_t step, float lr, const AdamWSettings& settings,
+                           double grad_norm);
+
+  // The extra state, for checkpoints: safetensors names and dtypes, device pointers.
+  struct StateBuffer {
+    std::string name;   // "master", "master_rem16", "adam_m", "adam_v", "kahan_c"
+    std::string dtype;  // safetensors dtype: F32, BF16, I16
+    void* data;
+    size_t bytes;
+  };
+  std::vector<StateBuffer> state_buffers() const;
+
+ private:
+  GPT& model_;
+  Backend& backend_;
+  PrecisionStrategy strategy_;
+  AdamWRule rule_;
+  uint64_t seed_;
+  size_t begin_, end_;
+  std::vector<ParamSegment> segments_;
+  void* master_ = nullptr;
+  void* m_ = nullptr;
+  void* v_ = nullptr;
+  void* kahan_ = nullptr;
+};
+
+}  // namespace srkit

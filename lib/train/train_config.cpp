@@ -1,0 +1,99 @@
+#include "lib/train/train_config.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "lib/precision.h"
+
+namespace srkit {
+
+GPTConfig TrainConfig::model_config() const {
+  GPTConfig c = gpt_preset(model);
+  if (layers > 0) c.num_layers = layers;
+  if (channels > 0) c.channels = channels;
+  if (heads > 0) c.num_heads = heads;
+  if (vocab > 0) c.vocab_size = vocab;
+  if (max_seq_len > 0) c.max_seq_len = max_seq_len;
+  if (layers || channels || heads || vocab || max_seq_len) c.name = model + "*";
+  c.validate();
+  return c;
+}
+
+uint64_t TrainConfig::total_steps() const {
+  if (tokens > 0) return (tokens + tokens_per_step() - 1) / tokens_per_step();
+  return steps;
+}
+
+LrSchedule TrainConfig::lr_schedule() const {
+  LrSchedule s;
+  s.lr = lr;
+  s.min_lr = min_lr < 0.0f ? lr / 10.0f : min_lr;
+  s.warmup_steps = warmup;
+  s.total_steps = total_steps();
+  s.decay = decay_from_string(schedule);
+  return s;
+}
+
+void TrainConfig::validate() const {
+  auto require = [](bool ok, const std::string& message) {
+    if (!ok) throw std::invalid_argument(message);
+  };
+  const GPTConfig mc = model_config();
+  (void)strategy_from_string(strategy);
+  (void)decay_from_string(schedule);
+  require(batch >= 1, "--batch must be >= 1 (got " + std::to_string(batch) + ")");
+  require(seq_len >= 1, "--seq-len must be >= 1 (got " + std::to_string(seq_len) + ")");
+  require(seq_len <= mc.max_seq_len, "--seq-len " + std::to_string(seq_len) +
+                                         " exceeds the model's maximum sequence length " +
+                                         std::to_string(mc.max_seq_len));
+  require(grad_accum >= 1, "--grad-accum must be >= 1");
+  require(total_steps() >= 1, "--steps (or --tokens) must give at least one step");
+  require(std::isfinite(lr) && lr > 0.0f, "--lr must be a positive number");
+  require(std::isfinite(min_lr) && min_lr <= lr, "--min-lr must be <= --lr (negative: lr/10)");
+  require(adamw.beta1 >= 0.0f && adamw.beta1 < 1.0f, "--beta1 must be in [0, 1)");
+  require(adamw.beta2 >= 0.0f && adamw.beta2 < 1.0f, "--beta2 must be in [0, 1)");
+  require(adamw.eps > 0.0f, "--eps must be > 0");
+  require(adamw.weight_decay >= 0.0f, "--weight-decay must be >= 0");
+  require(std::isfinite(adamw.grad_clip), "--clip must be finite (<= 0 disables clipping)");
+  require(val_fraction >= 0.0 && val_fraction < 1.0, "--val-fraction must be in [0, 1)");
+  require(eval_interval >= 0, "--eval-interval must be >= 0");
+  require(eval_batches >= 1, "--eval-batches must be >= 1");
+  require(ckpt_interval >= 0, "--ckpt-interval must be >= 0");
+  require(threads >= 0, "--threads must be >= 0");
+  require(sample_tokens >= 0, "--sample-tokens must be >= 0");
+  require(synthetic_bytes >= 4096, "--synthetic-bytes must be >= 4096");
+}
+
+nlohmann::json TrainConfig::to_json() const {
+  const GPTConfig mc = model_config();
+  return {
+      {"model", model},
+      {"layers", mc.num_layers},
+      {"channels", mc.channels},
+      {"heads", mc.num_heads},
+      {"vocab", mc.vocab_size},
+      {"max_seq_len", mc.max_seq_len},
+      {"strategy", strategy},
+      {"device", device},
+      {"data", data.empty() ? "synthetic" : data},
+      {"val_data", val_data},
+      {"val_fraction", val_fraction},
+      {"synthetic_bytes", synthetic_bytes},
+      {"batch", batch},
+      {"seq_len", seq_len},
+      {"grad_accum", grad_accum},
+      {"steps", total_steps()},
+      {"lr", lr},
+      {"min_lr", lr_schedule().min_lr},
+      {"warmup", warmup},
+      {"schedule", schedule},
+      {"beta1", adamw.beta1},
+      {"beta2", adamw.beta2},
+      {"eps", adamw.eps},
+      {"weight_decay", adamw.weight_decay},
+      {"clip", adamw.grad_clip},
+      {"seed", seed},
+  };
+}
+
+}  // namespace srkit

@@ -1,0 +1,65 @@
+// Everything a training run is configured by. sr-train fills it from flags;
+// checkpoints store it; --compare copies it once per strategy.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "lib/model/gpt_config.h"
+#include "lib/train/optimizer.h"
+#include "lib/train/schedule.h"
+
+namespace srkit {
+
+struct TrainConfig {
+  // model: a preset plus overrides (0 = keep the preset's value)
+  std::string model = "d4";
+  int layers = 0, channels = 0, heads = 0, vocab = 0, max_seq_len = 0;
+  std::string strategy = "bf16-sr";
+  std::string device = "cpu";
+  int threads = 0;  // 0 = OpenMP default
+
+  // data: empty = the built-in synthetic corpus
+  std::string data;
+  std::string val_data;  // separate validation data; else the tail of `data`
+  double val_fraction = 0.1;
+  size_t synthetic_bytes = 1 << 21;
+
+  // batch and length of the run
+  int batch = 8;         // sequences per micro-batch
+  int seq_len = 128;     // tokens per sequence
+  int grad_accum = 1;    // micro-batches per optimizer step
+  uint64_t steps = 200;  // optimizer steps (or derived from tokens)
+  uint64_t tokens = 0;   // if > 0: steps = ceil(tokens / tokens per step)
+
+  // optimizer
+  float lr = 1e-3f;
+  float min_lr = -1.0f;  // < 0: lr / 10 (GPT-2 practice)
+  uint64_t warmup = 0;
+  std::string schedule = "cosine";
+  AdamWSettings adamw{};
+  uint64_t seed = 1337;
+
+  // evaluation and output
+  int eval_interval = 50;  // steps; 0 = only at the end
+  int eval_batches = 8;
+  bool final_eval = true;        // evaluate once more when the run ends
+  std::string out_dir = "runs";  // default home of logs, checkpoints, tables
+  std::string log_file;          // JSONL; default OUT/<strategy>.jsonl
+  std::string ckpt_dir;          // default OUT/ckpt-<strategy> when checkpointing
+  int ckpt_interval = 0;         // steps; 0 = only at the end and on a signal
+  bool save_final = true;        // write a checkpoint when the run ends
+  std::string resume;            // checkpoint file or directory (latest in it)
+  int sample_tokens = 96;        // generated after training; 0 = none
+  bool quiet = false;            // no progress lines (tables and errors only)
+
+  GPTConfig model_config() const;  // preset + overrides, validated
+  uint64_t tokens_per_step() const { return uint64_t(batch) * seq_len * grad_accum; }
+  uint64_t total_steps() const;
+  LrSchedule lr_schedule() const;
+  void validate() const;  // throws std::invalid_argument naming the flag
+  nlohmann::json to_json() const;
+};
+
+}  // namespace srkit

@@ -1,0 +1,148 @@
+// sr-train as a user runs it: exit codes, one-line errors naming the culprit,
+// the JSONL log, --compare's table and JSON, and SIGTERM checkpointing.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int code;
+  std::string output;  // stdout + stderr
+};
+
+Result run(const std::string& args) {
+  const std::string cmd = std::string(SRKIT_BIN_DIR) + "/sr-train " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
+}
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("srkit_test_cli_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+const std::string kTiny =
+    " --model tiny --batch 2 --seq-len 16 --synthetic-bytes 16384 --sample-tokens 0 -q";
+
+int count_lines(const std::string& s) { return int(std::count(s.begin(), s.end(), '\n')); }
+
+TEST(SrTrainCli, HelpAndVersion) {
+  EXPECT_EQ(run("--help").code, 0);
+  const Result v = run("--version");
+  EXPECT_EQ(v.code, 0);
+  EXPECT_NE(v.output.find("sr-train"), std::string::npos);
+}
+
+TEST(SrTrainCli, BadFlagsGiveOneLineErrorsAndExitTwo) {
+  const fs::path dir = fresh_dir("bad");
+  const std::string out = " --out " + dir.string();
+  struct Case {
+    std::string args, expect;
+  };
+  const Case cases[] = {
+      {"--batch 0", "--batch"},
+      {"--lr -1", "--lr"},
+      {"--seq-len 4096", "--seq-len"},
+      {"--strategy bf17", "bf17"},
+      {"--model gpt5", "gpt5"},
+      {"--no-such-flag", "no-such-flag"},
+      {"--data /nonexistent/corpus.txt", "/nonexistent/corpus.txt"},
+      {"--resume /nonexistent/ckpt.safetensors", "/nonexistent/ckpt.safetensors"},
+      {"--compare fp32,,bf16", "--compare"},
+  };
+  for (const Case& c : cases) {
+    const Result r = run(kTiny + out + " " + c.args);
+    EXPECT_EQ(r.code, 2) << c.args << "\n" << r.output;
+    EXPECT_EQ(count_lines(r.output), 1) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.expect), std::string::npos) << c.args << "\n" << r.output;
+  }
+}
+
+TEST(SrTrainCli, MisheaderedOrTruncatedDataIsNamed) {
+  const fs::path dir = fresh_dir("data");
+  const fs::path bad = dir / "bad.bin";
+  {
+    std::ofstream f(bad, std::ios::binary);
+    const int32_t header[256] = {12345, 1, 10};
+    f.write(reinterpret_cast<const char*>(header), sizeof header);
+  }
+  const Result r = run("--data " + bad.string() + kTiny + " --out " + dir.string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(bad.string()), std::string::npos) << r.output;
+  EXPECT_EQ(count_lines(r.output), 1) << r.output;
+}
+
+TEST(SrTrainCli, LogHasOneObjectPerStepAndEvalWithTelemetry) {
+  const fs::path dir = fresh_dir("log");
+  const fs::path log = dir / "run.jsonl";
+  const Result r = run("--steps 6 --eval-interval 3 --strategy bf16" + kTiny + " --out " +
+                       dir.string() + " --log " + log.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::ifstream f(log);
+  std::string line;
+  int steps = 0, evals = 0;
+  while (std::getline(f, line)) {
+    const auto j = nlohmann::json::parse(line);
+    if (j.at("type") == "step") {
+      ++steps;
+      for (const char* key : {"loss", "lr", "grad_norm", "update_weight_ratio", "erased_frac",
+                              "m_stalled_frac", "v_stalled_frac", "tok_per_s"}) {
+        EXPECT_TRUE(j.contains(key)) << key;
+      }
+    }
+    if (j.at("type") == "eval") {
+      ++evals;
+      EXPECT_GT(j.at("val_ppl").get<double>(), 1.0);
+    }
+  }
+  EXPECT_EQ(steps, 6);
+  EXPECT_EQ(evals, 2);  // step 3 and the end
+}
+
+TEST(SrTrainCli, CompareWritesTableAndJson) {
+  const fs::path dir = fresh_dir("compare");
+  const Result r =
+      run("--compare fp32,bf16-sr:v=f32,bf16 --steps 3" + kTiny + " --out " + dir.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("| strategy | train loss |"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("| bf16-sr:v=f32 |"), std::string::npos) << r.output;
+  std::ifstream f(dir / "compare.json");
+  const auto j = nlohmann::json::parse(f);
+  ASSERT_EQ(j.at("runs").size(), 3u);
+  EXPECT_EQ(j.at("runs")[0].at("strategy"), "fp32");
+  EXPECT_EQ(j.at("runs")[0].at("bytes_per_param"), 16.0);
+  EXPECT_TRUE(fs::exists(dir / "bf16.jsonl"));
+}
+
+TEST(SrTrainCli, SigtermWritesACheckpointAndExitsNonZero) {
+  const fs::path dir = fresh_dir("sigterm");
+  // A run far longer than the 3 s before timeout sends SIGTERM.
+  const Result r =
+      run("--steps 1000000 --eval-interval 0" + kTiny + " --out " + dir.string() + " --ckpt-dir " +
+          (dir / "ckpt").string() + " 2>&1 & pid=$!; sleep 3; kill -TERM $pid; wait $pid");
+  EXPECT_EQ(r.code, 128 + 15) << r.output;
+  EXPECT_NE(r.output.find("stopped by signal 15"), std::string::npos) << r.output;
+  bool found = false;
+  for (const auto& e : fs::directory_iterator(dir / "ckpt")) {
+    found |= e.path().extension() == ".safetensors";
+    EXPECT_NE(e.path().extension(), ".tmp");
+  }
+  EXPECT_TRUE(found);
+}
+
+}  // namespace
