@@ -5,16 +5,16 @@
 // dout @ W and dW = dout^T @ inp) = 4*N*C*OC; the dbias column sum is O(N*OC)
 // and not counted. (Forward + backward = 3 GEMMs' worth per linear layer.)
 // "raw" is the same sgemm call(s) on fp32 arrays with nothing around them: the
-// ceiling for the wrappers. vs_raw = raw time / wrapper time, with the raw time
-// measured (median of 3) in the same process just before each wrapper benchmark,
-// so it tracks the noise of a shared machine.
+// ceiling for the wrappers. Each wrapper iteration also runs the raw call(s)
+// just before it (untimed for the wrapper's figures, which use manual timing),
+// and vs_raw = total raw time / total wrapper time: interleaving call by call
+// keeps the ratio steady on a shared, noisy machine.
 // Run with OMP_NUM_THREADS=2 (the figures in BENCHMARKS.md).
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
-#include <algorithm>
 #include <chrono>
-#include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -90,16 +90,6 @@ double seconds(F&& f) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Median of 3 timed calls after one warm-up call.
-template <typename F>
-double median3(F&& f) {
-  f();
-  double t[3];
-  for (double& x : t) x = seconds(f);
-  std::sort(t, t + 3);
-  return t[1];
-}
-
 void set_flops(benchmark::State& state, double flop) {
   state.counters["FLOP/s"] =
       benchmark::Counter(flop, benchmark::Counter::kIsIterationInvariantRate);
@@ -133,24 +123,28 @@ void BM_matmul(benchmark::State& state, Shape s, bool backward) {
       srkit::cpu::matmul_forward(out.data(), inp.data(), w.data(), bias.data(), s.N, s.C, s.OC, ws);
     }
   };
-  double raw_s;
-  {
-    RawArrays a(s);
-    raw_s = median3([&] { backward ? raw_backward(s, a) : raw_forward(s, a); });
-  }
+  RawArrays raw(s);
+  auto raw_call = [&] { backward ? raw_backward(s, raw) : raw_forward(s, raw); };
   call();  // grows the workspace outside the timed loop
-  double total = 0.0;
+  raw_call();
+  double raw_total = 0.0, total = 0.0;
   for (auto _ : state) {
-    total += seconds(call);
+    raw_total += seconds(raw_call);
+    const double t = seconds(call);
+    total += t;
+    state.SetIterationTime(t);
     benchmark::ClobberMemory();
   }
   set_flops(state, (backward ? 2 : 1) * gemm_flop(s));
-  state.counters["vs_raw"] = raw_s / (total / double(state.iterations()));
+  state.counters["vs_raw"] = raw_total / total;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // 0.25 s per benchmark keeps the whole run near a minute (the wrapper
+  // benchmarks also run their raw twins); --benchmark_min_time overrides it.
+  constexpr double kMinTime = 0.25;
   for (const Shape& s : kShapes) {
     const std::string dims = std::string(s.name) + "/N=" + std::to_string(s.N) +
                              ",C=" + std::to_string(s.C) + ",OC=" + std::to_string(s.OC);
@@ -158,14 +152,17 @@ int main(int argc, char** argv) {
       const std::string dir = backward ? "bwd/" : "fwd/";
       benchmark::RegisterBenchmark(("raw_sgemm/" + dir + dims).c_str(), BM_raw, s, backward)
           ->UseRealTime()
+          ->MinTime(kMinTime)
           ->Unit(benchmark::kMillisecond);
       benchmark::RegisterBenchmark(("matmul_f32/" + dir + dims).c_str(), BM_matmul<float>, s,
                                    backward)
-          ->UseRealTime()
+          ->UseManualTime()
+          ->MinTime(kMinTime)
           ->Unit(benchmark::kMillisecond);
       benchmark::RegisterBenchmark(("matmul_bf16/" + dir + dims).c_str(), BM_matmul<bf16>, s,
                                    backward)
-          ->UseRealTime()
+          ->UseManualTime()
+          ->MinTime(kMinTime)
           ->Unit(benchmark::kMillisecond);
     }
   }

@@ -207,11 +207,13 @@ void bf16_bracket(float x, float& down, float& up) {
   up = x > 0 ? away : t;
 }
 
-// RN(ref) unless ref is within tol of a tie, where either neighbour is right.
+// RN of some value within tol of ref (RN is monotonic, so any bf16 between
+// RN(ref - tol) and RN(ref + tol)): RN(ref) itself unless ref is near a tie or
+// tol spans more than a bf16 spacing.
 ::testing::AssertionResult is_rn_of(float got, double ref, double tol) {
   const float lo = bf16_to_float(float_to_bf16_rn(float(ref - tol)));
   const float hi = bf16_to_float(float_to_bf16_rn(float(ref + tol)));
-  if (got == lo || got == hi) return ::testing::AssertionSuccess();
+  if (got >= lo && got <= hi) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure()
          << got << " is not RN of " << ref << " (+-" << tol << "): expected " << lo << " or " << hi;
 }
@@ -417,7 +419,7 @@ TEST(AdamWNumerics, SrUpdateIsUnbiasedWhereRnErasesIt) {
   // Step 1 from m = v = 0 with a constant gradient: mhat = g, vhat = g^2, so
   // update = -lr * g / (|g| + eps), the same for every element, and 1e-3 is
   // far below half a bf16 ulp of 1.5 (2^-8).
-  const size_t n = 1 << 16;
+  const size_t n = 1 << 18;
   const float w0 = 1.5f, lr = 1e-3f;
   AdamWHyper h = hyper(1, lr);
   h.weight_decay = 0.0f;
@@ -451,7 +453,7 @@ TEST(AdamWNumerics, SrUpdateIsUnbiasedWhereRnErasesIt) {
   const double ulp = 0x1p-7, p = std::fabs(update) / ulp;
   const double sigma = ulp * std::sqrt(p * (1 - p) / double(n));
   EXPECT_NEAR(mean_change, update, 5 * sigma) << "sigma " << sigma;
-  EXPECT_LT(5 * sigma, 0.05 * std::fabs(update));  // the test can tell 5% bias apart
+  EXPECT_LT(5 * sigma, 0.03 * std::fabs(update));  // the test can tell a 3% bias apart
   // Telemetry counts the updates RN erases, whatever the strategy.
   EXPECT_EQ(tel_rn.erased, n);
   EXPECT_EQ(tel_sr.erased, n);
@@ -501,7 +503,7 @@ TEST(AdamWNumerics, KahanTracksTheExactSumRnLoses) {
   std::vector<double> exact(n), w0(n);
   for (State* s : {&kahan, &rn}) {
     for (size_t i = 0; i < n; ++i) {
-      w0[i] = 1.0 + double(i) / 64.0;
+      w0[i] = 1.25 + double(i) / 128.0;  // w0 +- 0.1 stays in [1, 2): bf16 ulp 2^-7
       store(s->w, DType::kBF16, i, float(w0[i]));
       store(s->g, DType::kBF16, i, (i % 2 ? 1.0f : -1.0f) * 1e-2f);
       store(s->m, DType::kF32, i, 0.0f);
@@ -529,9 +531,9 @@ TEST(AdamWNumerics, KahanTracksTheExactSumRnLoses) {
     const double kahan_err = std::fabs(kahan.weight(i) - target);
     const double rn_err = std::fabs(rn.weight(i) - target);
     EXPECT_NEAR(rn_err, 0.1, 1e-3) << i;  // RN stayed at w0, 1000 * 1e-4 away
-    // Kahan keeps the weight within a bf16 ulp (<= 2^-7 here) of the exact sum.
-    EXPECT_LE(kahan_err, double(bf16_ulp(float(target)))) << i;
-    EXPECT_LT(20 * kahan_err, rn_err) << i;
+    // Kahan keeps the weight within a bf16 ulp (2^-7 here) of the exact sum.
+    EXPECT_LE(kahan_err, 0x1p-7) << i;
+    EXPECT_LT(12 * kahan_err, rn_err) << i;
   }
 }
 
@@ -576,7 +578,7 @@ TEST(Rem16, SplitJoinIsExactForEveryLowHalf) {
     }
   }
   EXPECT_EQ(failures, 0u);
-  EXPECT_EQ(ties, highs.size() - 4 * 128);  // NaN high halves skipped
+  EXPECT_EQ(ties, highs.size() - 2 * 128);  // exponent 255 with low half 0x8000 is NaN
 }
 
 TEST(Rem16, EdgeCases) {

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "tests/test_paths.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -29,12 +31,7 @@ Result run(const std::string& args) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
 }
 
-fs::path fresh_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("srkit_test_cli_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path fresh_dir(const std::string& name) { return srkit::testing_paths::fresh_dir("cli", name); }
 
 const std::string kTiny =
     " --model tiny --batch 2 --seq-len 16 --synthetic-bytes 16384 --sample-tokens 0 -q";
@@ -64,6 +61,12 @@ TEST(SrTrainCli, BadFlagsGiveOneLineErrorsAndExitTwo) {
       {"--data /nonexistent/corpus.txt", "/nonexistent/corpus.txt"},
       {"--resume /nonexistent/ckpt.safetensors", "/nonexistent/ckpt.safetensors"},
       {"--compare fp32,,bf16", "--compare"},
+      {"--comm gloo", "--comm"},
+      {"--comm nccl", "--device cuda"},
+      {"--zero 3", "--zero"},
+      {"--sr-seed random", "--sr-seed"},
+      {"--replica-check -2", "--replica-check"},
+      {"--comm mpi --comm-timeout nan", "--comm-timeout"},
   };
   for (const Case& c : cases) {
     const Result r = run(kTiny + out + " " + c.args);
@@ -112,6 +115,37 @@ TEST(SrTrainCli, LogHasOneObjectPerStepAndEvalWithTelemetry) {
   }
   EXPECT_EQ(steps, 6);
   EXPECT_EQ(evals, 2);  // step 3 and the end
+}
+
+TEST(SrTrainCli, OneProcessReportsWorldOneAndItsCommunicationTime) {
+  const fs::path dir = fresh_dir("world");
+  const fs::path log = dir / "run.jsonl", json = dir / "summary.json";
+  const Result r = run("--steps 3 --zero 1" + kTiny + " --out " + dir.string() + " --log " +
+                       log.string() + " --json " + json.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(r.output.find("world "), std::string::npos) << "one process prints no world line";
+  std::ifstream f(json);
+  const auto summary = nlohmann::json::parse(f);
+  EXPECT_EQ(summary.at("world_size"), 1);
+  EXPECT_EQ(summary.at("comm"), "single");
+  EXPECT_EQ(summary.at("zero"), 1);
+  EXPECT_EQ(summary.at("peak_bytes_per_rank").size(), 1u);
+  std::ifstream lf(log);
+  std::string line;
+  int steps = 0;
+  while (std::getline(lf, line)) {
+    const auto j = nlohmann::json::parse(line);
+    if (j.at("type") == "config") {
+      EXPECT_EQ(j.at("world_size"), 1);
+    }
+    if (j.at("type") == "step") steps += j.at("comm_ms") == 0.0;
+    // One rank has nothing to exchange: no collective runs, so no phase either.
+    if (j.at("type") == "summary") {
+      EXPECT_FALSE(j.at("phases").contains("communication"));
+    }
+  }
+  EXPECT_EQ(steps, 3);
+  EXPECT_EQ(summary.at("comm_seconds").get<double>(), 0.0);
 }
 
 TEST(SrTrainCli, CompareWritesTableAndJson) {

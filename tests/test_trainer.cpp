@@ -1,6 +1,10 @@
 // The training loop end to end on the tiny preset and the synthetic corpus:
 // loss falls under every strategy, runs are bit-reproducible, resume is
-// bit-exact, checkpoints round-trip, and divergence stops the run cleanly.
+// bit-exact, checkpoints round-trip, and divergence stops the run cleanly. Also
+// the single-process side of data parallelism: shard plans, the replica audit's
+// checksum and ulp distance, sharded checkpoint loads, and that a one-rank
+// communicator (plain or ZeRO-1) changes nothing. Runs over MPI are in
+// tests/mpi/test_train_mpi.cpp.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -8,11 +12,18 @@
 #include <string>
 #include <vector>
 
+#include "lib/backend/backend.h"
 #include "lib/checkpoint/safetensors.h"
+#include "lib/comm/communicator.h"
+#include "lib/model/gpt.h"
 #include "lib/precision.h"
 #include "lib/train/checkpoint_io.h"
+#include "lib/train/data_parallel.h"
+#include "lib/train/replica_check.h"
 #include "lib/train/schedule.h"
+#include "lib/train/shard_plan.h"
 #include "lib/train/trainer.h"
+#include "tests/test_paths.h"
 
 namespace srkit {
 namespace {
@@ -20,10 +31,7 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("srkit_test_trainer_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
+  return srkit::testing_paths::fresh_dir("trainer", name);
 }
 
 TrainConfig tiny(const fs::path& out, const std::string& strategy, uint64_t steps) {
@@ -201,6 +209,188 @@ TEST(Trainer, GradientAccumulationMatchesOneLargeBatchClosely) {
   const RunSummary b = Trainer(acc).run();
   // Same samples (batch index, sample index) in both; only the summation order differs.
   EXPECT_NEAR(a.train_loss, b.train_loss, 1e-4);
+}
+
+// ---- data parallelism on one process -------------------------------------------
+
+TEST(ShardPlan, AlignedShardsWithTheTailOnTheLastRank) {
+  const ShardPlan two(1853 * 64, 2);  // an odd number of 64-element groups
+  EXPECT_EQ(two.bulk(), 926u * 64);
+  EXPECT_EQ(two.tail(), 64u);
+  EXPECT_EQ(two.begin(0), 0u);
+  EXPECT_EQ(two.end(0), 926u * 64);
+  EXPECT_EQ(two.begin(1), 926u * 64);
+  EXPECT_EQ(two.end(1), 1853u * 64);
+
+  const ShardPlan three(1000 * 64 + 5, 3);  // a total that is not a multiple of 64
+  EXPECT_EQ(three.bulk(), 333u * 64);
+  EXPECT_EQ(three.tail(), 64u + 5u);
+  size_t covered = 0;
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(three.begin(r) % 64, 0u) << r;  // Philox 8-groups never split
+    EXPECT_EQ(three.begin(r), covered) << r;
+    covered = three.end(r);
+  }
+  EXPECT_EQ(covered, three.total());
+
+  const ShardPlan one(4096, 1);
+  EXPECT_EQ(one.end(0), 4096u);
+  EXPECT_EQ(one.tail(), 0u);
+  EXPECT_THROW(ShardPlan(127, 2), std::invalid_argument);
+  EXPECT_THROW(ShardPlan(4096, 0), std::invalid_argument);
+}
+
+TEST(ReplicaAudit, UlpDistanceCountsRepresentableValues) {
+  EXPECT_EQ(ulp_distance_bf16(0x3f80, 0x3f80), 0u);           // 1.0
+  EXPECT_EQ(ulp_distance_bf16(0x3f80, 0x3f81), 1u);           // 1.0 and the next bf16
+  EXPECT_EQ(ulp_distance_bf16(0x3f7f, 0x3f80), 1u);           // across a binade
+  EXPECT_EQ(ulp_distance_bf16(0x0000, 0x8000), 0u);           // +0 and -0
+  EXPECT_EQ(ulp_distance_bf16(0x0001, 0x8001), 2u);           // +-smallest subnormal, via zero
+  EXPECT_EQ(ulp_distance_bf16(0x3f80, 0xbf80), 2u * 0x3f80);  // 1 and -1
+  EXPECT_EQ(ulp_distance_f32(0x3f800000u, 0x3f800003u), 3u);
+  EXPECT_EQ(ulp_distance_f32(0xbf800000u, 0xbf800001u), 1u);
+
+  const uint16_t a[] = {0x3f80, 0x4000, 0x0000, 0xc000};
+  const uint16_t b[] = {0x3f80, 0x4003, 0x8000, 0xc001};
+  const UlpDivergence d = ulp_divergence(DType::kBF16, a, b, 4);
+  EXPECT_EQ(d.differing, 3u);  // -0 differs in bits from +0, at distance 0
+  EXPECT_EQ(d.max_ulps, 3u);
+  EXPECT_EQ(d.max_index, 1u);
+}
+
+TEST(ReplicaAudit, ChecksumIsFnv1aOverWords) {
+  EXPECT_EQ(checksum_bytes(nullptr, 0), 0xcbf29ce484222325ull);  // the FNV offset basis
+  std::vector<unsigned char> bytes(1003);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<unsigned char>(i * 7);
+  const uint64_t h = checksum_bytes(bytes.data(), bytes.size());
+  EXPECT_EQ(checksum_bytes(bytes.data(), bytes.size()), h);
+  for (size_t at : {size_t(0), size_t(500), size_t(1002)}) {  // a word, and a trailing byte
+    std::vector<unsigned char> flipped = bytes;
+    flipped[at] ^= 1;
+    EXPECT_NE(checksum_bytes(flipped.data(), flipped.size()), h) << at;
+  }
+}
+
+TEST(TrainConfig, TokensAndStepsCountTheGlobalBatch) {
+  TrainConfig c;
+  c.batch = 4;
+  c.seq_len = 32;
+  c.grad_accum = 2;
+  c.tokens = 2560;
+  EXPECT_EQ(c.tokens_per_step(), 256u);
+  EXPECT_EQ(c.tokens_per_step(2), 512u);
+  EXPECT_EQ(c.total_steps(), 10u);
+  EXPECT_EQ(c.total_steps(2), 5u);
+  EXPECT_EQ(c.lr_schedule(2).total_steps, 5u);
+  EXPECT_EQ(c.to_json(2).at("world_size"), 2);
+}
+
+TEST(TrainConfig, DistributedSettingsAreValidated) {
+  const auto expect_rejects = [](auto edit, const std::string& flag) {
+    TrainConfig c;  // valid defaults (d4 model), one setting broken
+    edit(c);
+    try {
+      c.validate();
+      ADD_FAILURE() << "accepted a bad " << flag;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(flag), std::string::npos) << e.what();
+    }
+  };
+  expect_rejects([](TrainConfig& c) { c.comm = "gloo"; }, "--comm");
+  expect_rejects([](TrainConfig& c) { c.comm = "nccl"; }, "--device cuda");
+  expect_rejects([](TrainConfig& c) { c.zero = 2; }, "--zero");
+  expect_rejects([](TrainConfig& c) { c.sr_seed = "random"; }, "--sr-seed");
+  expect_rejects([](TrainConfig& c) { c.replica_check = -1; }, "--replica-check");
+}
+
+TEST(Trainer, OneRankCommunicatorPlainOrZeroChangesNothing) {
+  const fs::path dir = fresh_dir("one_rank");
+  const RunSummary own = Trainer(tiny(dir / "own", "bf16-sr", 4)).run();
+  auto comm = make_single_communicator();
+  const RunSummary plain = Trainer(tiny(dir / "plain", "bf16-sr", 4), *comm).run();
+  TrainConfig zero = tiny(dir / "zero", "bf16-sr", 4);
+  zero.zero = 1;
+  const RunSummary sharded = Trainer(zero, *comm).run();
+  EXPECT_TRUE(read_all(own.checkpoint) == read_all(plain.checkpoint));
+  EXPECT_TRUE(read_all(own.checkpoint) == read_all(sharded.checkpoint));
+  EXPECT_EQ(own.world_size, 1);
+  EXPECT_EQ(own.comm, "single");
+  EXPECT_EQ(sharded.zero, 1);
+  EXPECT_GE(own.comm_seconds, 0.0);
+  EXPECT_EQ(own.peak_bytes_per_rank, std::vector<size_t>{own.memory.total_peak});
+  EXPECT_EQ(own.weights_checksum, sharded.weights_checksum);
+}
+
+TEST(Trainer, WeightsChecksumIsTheChecksumOfTheFlatBuffer) {
+  const fs::path dir = fresh_dir("checksum");
+  const RunSummary r = Trainer(tiny(dir, "bf16", 2)).run();
+  // Rebuild the flat buffer from the checkpoint's tensors (padding is zero).
+  const ParamLayout layout(TrainConfig(tiny(dir, "bf16", 2)).model_config());
+  std::vector<char> flat(layout.total_size() * 2, 0);
+  const auto tensors = read_all(r.checkpoint);
+  for (const ParamTensor& t : layout.tensors()) {
+    const std::vector<char>& bytes = tensors.at(t.name);
+    std::copy(bytes.begin(), bytes.end(), flat.begin() + t.offset * 2);
+  }
+  EXPECT_EQ(r.weights_checksum, checksum_bytes(flat.data(), flat.size()));
+}
+
+TEST(Trainer, MemoryLimitIsApplied) {
+  const fs::path dir = fresh_dir("mem_limit");
+  TrainConfig c = tiny(dir, "bf16-sr", 2);
+  c.mem_limit_bytes = 100 << 10;  // the tiny model alone needs ~1 MiB with activations
+  EXPECT_THROW(Trainer(c).run(), OutOfMemory);
+}
+
+// What a ZeRO-1 rank does on resume: its optimizer covers a shard, and it takes
+// that range of the whole-buffer state in the file.
+TEST(Checkpoint, AShardedOptimizerLoadsItsRangeOfTheWholeState) {
+  const fs::path dir = fresh_dir("shard_load");
+  const RunSummary r = Trainer(tiny(dir, "mixed", 3)).run();
+  const auto file = read_all(r.checkpoint);
+  const TrainConfig c = tiny(dir, "mixed", 3);
+  auto backend = make_cpu_backend(1);
+  const PrecisionStrategy strategy = strategy_from_string("mixed");
+  GPT model(*backend, c.model_config(), strategy.weights);
+  const ShardPlan plan(model.layout().total_size(), 2);
+  Optimizer shard(model, strategy, c.seed, plan.begin(1), plan.end(1));
+  load_checkpoint(r.checkpoint, model, shard);
+  const size_t n = plan.end(1) - plan.begin(1);
+  int checked = 0;
+  for (const Optimizer::StateBuffer& s : shard.state_buffers()) {
+    const std::vector<char>& whole = file.at("optimizer." + s.name);
+    const size_t es = s.bytes / n;
+    std::vector<char> mine(s.bytes);
+    backend->copy_to_host(mine.data(), s.data, s.bytes);
+    EXPECT_TRUE(std::equal(mine.begin(), mine.end(), whole.begin() + plan.begin(1) * es)) << s.name;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 3);  // master, adam_m, adam_v
+  // A shard alone cannot be written: the file must hold the whole state.
+  EXPECT_THROW(save_checkpoint((dir / "x.safetensors").string(), model, shard, CheckpointInfo{}),
+               std::logic_error);
+}
+
+TEST(DataParallel, OneRankCollectivesAreTheIdentity) {
+  TrainConfig c = tiny(fresh_dir("dp_one"), "bf16-sr", 1);
+  auto backend = make_cpu_backend(1);
+  GPT model(*backend, c.model_config(), DType::kBF16);
+  auto comm = make_single_communicator();
+  PhaseTimers timers;
+  DataParallel dp(*comm, model, 1, &timers);
+  EXPECT_EQ(dp.optimizer_begin(), 0u);
+  EXPECT_EQ(dp.optimizer_end(), model.layout().total_size());
+  const auto all = dp.all_gather({1.5, -2.0, 1e300});
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0], (std::vector<double>{1.5, -2.0, 1e300}));
+  const DataParallel::StepTotals t = dp.exchange_step({2.0, 3.0, 7.0}, 16.0, 15);
+  EXPECT_EQ(t.loss, 2.0 / 3 + 3.0 / 3 + 7.0 / 3);  // each micro-batch's share, in order
+  EXPECT_EQ(t.grad_norm, 4.0);
+  EXPECT_EQ(t.stop_signal, 15);
+  EXPECT_TRUE(dp.check_replicas().identical);
+  dp.reduce_gradients();
+  dp.gather_weights();
+  EXPECT_EQ(timers.stats().count("communication"), 0u) << "one rank communicates nothing";
 }
 
 }  // namespace

@@ -44,6 +44,17 @@ std::string markdown_table(const std::vector<RunSummary>& runs) {
   return out.str();
 }
 
+// World, communicator, ZeRO stage, time in collectives and per-rank peak memory.
+std::string distributed_line(const RunSummary& r) {
+  std::string peaks;
+  for (size_t p : r.peak_bytes_per_rank) peaks += (peaks.empty() ? "" : ", ") + mib(p);
+  const double share = r.train_seconds > 0 ? 100.0 * r.comm_seconds / r.train_seconds : 0.0;
+  return "world " + std::to_string(r.world_size) + " (" + r.comm + "), " +
+         (r.zero ? "ZeRO-1" : "plain data parallel") + ", SR seed " + r.sr_seed +
+         ": communication " + fixed(r.comm_seconds, 3) + " s (" + fixed(share, 1) +
+         "% of training time); peak MiB per rank: " + peaks;
+}
+
 void write_json(const std::string& path, const nlohmann::json& j) {
   if (path.empty()) return;
   std::ofstream f(path);
@@ -65,18 +76,21 @@ std::vector<std::string> split_list(const std::string& list) {
 
 }  // namespace
 
-int run_single(const TrainConfig& config, const std::string& json_path) {
-  Trainer trainer(config);
+int run_single(const TrainConfig& config, Communicator& comm, const std::string& json_path) {
+  Trainer trainer(config, comm);
   const RunSummary r = trainer.run();
-  std::printf("\n%s\n", markdown_table({r}).c_str());
-  if (!r.sample.empty()) std::printf("sample:\n%s\n\n", r.sample.c_str());
-  std::printf("log: %s\n", r.log_file.c_str());
-  if (!r.checkpoint.empty()) std::printf("checkpoint: %s\n", r.checkpoint.c_str());
-  write_json(json_path, r.to_json());
-  return r.interrupted ? 128 + stop_signal() : 0;
+  if (r.rank == 0) {
+    std::printf("\n%s\n", markdown_table({r}).c_str());
+    if (r.world_size > 1) std::printf("%s\n", distributed_line(r).c_str());
+    if (!r.sample.empty()) std::printf("sample:\n%s\n\n", r.sample.c_str());
+    std::printf("log: %s\n", r.log_file.c_str());
+    if (!r.checkpoint.empty()) std::printf("checkpoint: %s\n", r.checkpoint.c_str());
+    write_json(json_path, r.to_json());
+  }
+  return r.interrupted ? 128 + r.stop_signal : 0;
 }
 
-int run_compare(const TrainConfig& config, const std::string& strategies,
+int run_compare(const TrainConfig& config, Communicator& comm, const std::string& strategies,
                 const std::string& json_path) {
   // Overrides may contain commas (bf16-sr:m=f32,v=f32), so a new item starts
   // only where a preset name starts.
@@ -93,25 +107,32 @@ int run_compare(const TrainConfig& config, const std::string& strategies,
   TrainConfig base = config;
   base.validate();
   std::vector<RunSummary> runs;
-  nlohmann::json all = {{"config", base.to_json()}, {"runs", nlohmann::json::array()}};
+  nlohmann::json all = {{"config", base.to_json(comm.world_size())},
+                        {"runs", nlohmann::json::array()}};
   for (const std::string& name : names) {
     TrainConfig c = base;
     c.strategy = name;
     c.log_file.clear();  // one log per strategy: OUT/<strategy>.jsonl
-    Trainer trainer(c);
+    Trainer trainer(c, comm);
     runs.push_back(trainer.run());
     all["runs"].push_back(runs.back().to_json());
     if (runs.back().interrupted) break;
   }
+  const int code = runs.back().interrupted ? 128 + runs.back().stop_signal : 0;
+  if (comm.rank() != 0) return code;
   const std::string table = markdown_table(runs);
   std::printf("\n%s\n", table.c_str());
+  if (comm.world_size() > 1) {
+    for (const RunSummary& r : runs)
+      std::printf("%s: %s\n", r.strategy.c_str(), distributed_line(r).c_str());
+  }
   const std::string json_file =
       json_path.empty() ? (std::filesystem::path(base.out_dir) / "compare.json").string()
                         : json_path;
   write_json(json_file, all);
   std::printf("table as JSON: %s; per-step logs: %s/<strategy>.jsonl\n", json_file.c_str(),
               base.out_dir.c_str());
-  return runs.back().interrupted ? 128 + stop_signal() : 0;
+  return code;
 }
 
 }  // namespace srkit

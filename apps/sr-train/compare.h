@@ -3,13 +3,15 @@
 
 #include <string>
 
+#include "lib/comm/communicator.h"
 #include "lib/train/train_config.h"
 
 namespace srkit {
 
-// Each returns the process exit code: 0, or 128 + signal when interrupted.
-int run_single(const TrainConfig& config, const std::string& json_path);
-int run_compare(const TrainConfig& config, const std::string& strategies,
+// Each returns the process exit code: 0, or 128 + signal when interrupted. Only
+// rank 0 prints tables and writes files; the other ranks train quietly.
+int run_single(const TrainConfig& config, Communicator& comm, const std::string& json_path);
+int run_compare(const TrainConfig& config, Communicator& comm, const std::string& strategies,
                 const std::string& json_path);
 
 }  // namespace srkit

@@ -3,10 +3,13 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "apps/sr-train/compare.h"
+#include "apps/sr-train/failure.h"
+#include "lib/comm/communicator.h"
 #include "lib/model/gpt_config.h"
 #include "lib/precision.h"
 #include "lib/train/trainer.h"
@@ -78,6 +81,25 @@ void add_flags(CLI::App& app, srkit::TrainConfig& c, std::string& compare, std::
   app.add_option("--sample-tokens", c.sample_tokens, "tokens to generate at the end (0: none)")
       ->capture_default_str();
   app.add_flag("-q,--quiet", c.quiet, "no progress lines");
+  app.add_option("--comm", c.comm,
+                 "communicator: auto (MPI when launched by mpirun/srun with more than one rank), "
+                 "single, mpi or nccl")
+      ->capture_default_str();
+  app.add_option("--comm-timeout", c.comm_timeout,
+                 "seconds a collective waits for the other ranks before the job is aborted, "
+                 "naming the missing rank (0: wait forever)")
+      ->capture_default_str();
+  app.add_option("--zero", c.zero,
+                 "0: plain data parallel; 1: ZeRO-1 (each rank keeps and updates one shard of "
+                 "the optimizer state)")
+      ->capture_default_str();
+  app.add_option("--sr-seed", c.sr_seed,
+                 "shared: every rank draws the same SR bits (replicas stay identical); "
+                 "per-rank: each rank seeds its own (diagnostic: shows the drift)")
+      ->capture_default_str();
+  app.add_option("--replica-check", c.replica_check,
+                 "steps between checks that all ranks hold identical weights (0: never)")
+      ->capture_default_str();
   app.add_option("--json", json, "write the summary (or comparison) as JSON to this file");
 }
 
@@ -102,14 +124,17 @@ int main(int argc, char** argv) {
     return 2;
   }
   srkit::install_stop_handlers();
+  // One communicator for the whole process (MPI starts once), shared by every
+  // Trainer of --compare. Flags are checked first, so a typo never starts MPI.
+  std::unique_ptr<srkit::Communicator> comm;
   try {
-    if (!compare.empty()) return srkit::run_compare(config, compare, json);
-    return srkit::run_single(config, json);
+    config.validate();
+    comm = srkit::make_communicator(config.comm, config.comm_timeout);
+    if (!compare.empty()) return srkit::run_compare(config, *comm, compare, json);
+    return srkit::run_single(config, *comm, json);
   } catch (const srkit::TrainingDiverged& e) {
-    std::fprintf(stderr, "sr-train: %s\n", e.what());
-    return 3;
+    return srkit::fail(comm.get(), e.what(), 3);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "sr-train: %s\n", e.what());
-    return 2;
+    return srkit::fail(comm.get(), e.what(), 2);
   }
 }

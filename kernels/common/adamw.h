@@ -1,6 +1,8 @@
 // The per-element AdamW update of every precision strategy, host+device: the
-// CPU loop (kernels/cpu/adamw.cpp) and the CUDA kernel (kernels/cuda/adamw.cu)
-// call exactly adamw_element() below, so the two devices store the same bits.
+// CPU loops (kernels/cpu/adamw.cpp) and the CUDA kernel (kernels/cuda/adamw.cu)
+// call exactly these bodies (adamw_element, or its value-level parts
+// adamw_math, adamw_new_weight and adamw_round_state), so the two devices store
+// the same bits.
 //
 // Arithmetic is fp32 in one fixed order (no FMA: the build turns contraction off):
 //   g    = g * grad_scale
@@ -75,7 +77,7 @@ struct AdamWTelemetry {
   uint64_t n = 0;                       // elements stepped
   uint64_t nonzero = 0;                 // update != 0
   uint64_t erased = 0;     // 0 < |update| < half a bf16 ulp of w: what RN of a bf16 weight drops
-  uint64_t m_stalled = 0;  // bf16 m: fp32 new value differs from the old, stored bits do not
+  uint64_t m_stalled = 0;  // bf16 m: fp32 new value differs from the old, rounds back to it
   uint64_t v_stalled = 0;  // same for v
 };
 
@@ -246,22 +248,20 @@ SRKIT_HD float rem16_join(bf16 w, int16_t r) {
 }
 
 // ---- telemetry helpers -----------------------------------------------------
-// 0.5f * bf16_ulp(w) for finite w, as integer selects instead of bf16_ulp's
-// early returns, which keep GCC from vectorizing the telemetry loop. With
-// exponent field e (e = 0 spaced like e = 1): 2^(e-135), a float subnormal
-// (bits 1 << (e + 14)) up to e = 8, a normal (exponent field e - 8) above.
+// 0.5f * bf16_ulp(w): 2^-8 times w's power of two (exact), clamped below to the
+// subnormal spacing 2^-134 (zero and subnormal w) and above to 2^120 (Inf and
+// NaN w, as bf16_ulp). Four SIMD operations where bf16_ulp's early returns keep
+// GCC from vectorizing the telemetry loop at all.
 SRKIT_HD float adamw_half_bf16_ulp(float w) {
-  const uint32_t field = (float_as_bits(w) >> 23) & 0xffu;
-  const uint32_t e = field < 1u ? 1u : field;
-  const uint32_t small = 1u << ((e < 8u ? e : 8u) + 14u);
-  return bits_as_float(e <= 8u ? small : (e - 8u) << 23);
+  const float half = 0x1p-8f * bits_as_float(float_as_bits(w) & 0x7f800000u);
+  const float lo = half < 0x1p-134f ? 0x1p-134f : half;
+  return lo > 0x1p120f ? 0x1p120f : lo;
 }
 
 // A nonzero update smaller than half a bf16 ulp of w: round-to-nearest of a bf16
 // weight would drop it (counted for every strategy, bf16 or not).
 SRKIT_HD bool adamw_erased(float update, float w) {
-  const float mag = update < 0.0f ? -update : update;
-  return (update != 0.0f) & (mag < adamw_half_bf16_ulp(w));  // &, not &&: no branch
+  return (update != 0.0f) & (fabsf(update) < adamw_half_bf16_ulp(w));  // &, not &&: no branch
 }
 
 // ---- the element update ----------------------------------------------------
@@ -303,6 +303,84 @@ struct AdamWArrays {
   }
 };
 
+// ---- the math, on values ------------------------------------------------------
+// The element update split into value-level steps, so that a caller may load
+// and store in its own layout (the CPU's 16-bit path works on pairs of
+// elements) while every result bit still comes from these bodies.
+
+struct AdamWMath {
+  float m, v;    // new moments, fp32 (before storage rounding)
+  float update;  // the fp32 update of the weight
+};
+
+// The formula in the header comment. w: the fp32 weight the update applies to.
+SRKIT_HD AdamWMath adamw_math(float g_in, float m_old, float v_old, float w, bool decay,
+                              const AdamWHyper& h) {
+  const float g = g_in * h.grad_scale;
+  const float m = h.beta1 * m_old + (1.0f - h.beta1) * g;
+  const float v = h.beta2 * v_old + (1.0f - h.beta2) * (g * g);
+  const float mhat = m / h.bias_correction1;
+  const float vhat = v / h.bias_correction2;
+  const float dir = mhat / (sqrtf(vhat) + h.eps);
+  return AdamWMath{m, v, -h.lr * (decay ? dir + h.weight_decay * w : dir)};
+}
+
+// A weight's storage after the update; each mode sets only its fields:
+//   kF32: w32   kBF16RN, kBF16SR: w16   kMasterF32: master, w16
+//   kRem16: w16, rem   kKahan: w16, comp
+struct AdamWWeightNew {
+  float w32, master;
+  bf16 w16, comp;
+  int16_t rem;
+};
+
+// comp: the Kahan compensation before the update (kKahan only); rw: SR bits.
+template <AdamWWeightMode WM>
+SRKIT_HD AdamWWeightNew adamw_new_weight(float w, float update, float comp, uint32_t rw) {
+  AdamWWeightNew out{};
+  if constexpr (WM == AdamWWeightMode::kF32) {
+    out.w32 = w + update;
+  } else if constexpr (WM == AdamWWeightMode::kBF16RN) {
+    out.w16 = float_to_bf16_rn(w + update);
+  } else if constexpr (WM == AdamWWeightMode::kBF16SR) {
+    out.w16 = float_to_bf16_sr(w + update, rw);
+  } else if constexpr (WM == AdamWWeightMode::kMasterF32) {
+    out.master = w + update;
+    out.w16 = float_to_bf16_rn(out.master);
+  } else if constexpr (WM == AdamWWeightMode::kRem16) {
+    const Rem16 s = rem16_split(w + update);
+    out.w16 = s.w;
+    out.rem = s.r;
+  } else {  // kKahan: comp carries what rounding w dropped before
+    const float y = update - comp;
+    out.w16 = float_to_bf16_rn(w + y);
+    out.comp = float_to_bf16_rn((bf16_to_float(out.w16) - w) - y);
+  }
+  return out;
+}
+
+// A moment's storage: fp32 as is, bf16 rounded to nearest or stochastically.
+template <AdamWStateMode S>
+SRKIT_HD std::conditional_t<S == AdamWStateMode::kF32, float, bf16> adamw_round_state(float x,
+                                                                                      uint32_t r) {
+  if constexpr (S == AdamWStateMode::kF32) {
+    return x;
+  } else if constexpr (S == AdamWStateMode::kBF16SR) {
+    return float_to_bf16_sr(x, r);
+  } else {
+    return float_to_bf16_rn(x);
+  }
+}
+
+// A bf16 EMA stalled: its fp32 value moved but rounded back to the stored old
+// value. (Compared as floats, which keeps SIMD lanes 32-bit.)
+SRKIT_HD bool adamw_stalled(float x, bf16 old, bf16 stored) {
+  const float before = bf16_to_float(old);
+  return (x != before) & (bf16_to_float(stored) == before);
+}
+
+// ---- the element update on arrays ---------------------------------------------
+
 // What the caller may add to telemetry.
 struct AdamWElemOut {
   float update;  // the fp32 update (before any rounding of the weight)
@@ -314,19 +392,18 @@ SRKIT_HD float adamw_load(float x) { return x; }
 SRKIT_HD float adamw_load(bf16 x) { return bf16_to_float(x); }
 // Stores copy the 16 bits, not the struct: GCC does not vectorize aggregate copies.
 SRKIT_HD void adamw_put(bf16& slot, bf16 x) { slot.bits = x.bits; }
+SRKIT_HD void adamw_put(float& slot, float x) { slot = x; }
 
-// Stores x into a moment slot holding `old`; returns whether the EMA stalled
-// (x moved in fp32 but the stored bits did not).
+// Stores moment x into its slot; returns whether a bf16 EMA stalled.
 template <AdamWStateMode S, typename T>
-SRKIT_HD bool adamw_store_state(T& slot, float old, float x, uint32_t r) {
+SRKIT_HD bool adamw_store_state(T& slot, float x, uint32_t r) {
+  const T old = slot;
+  const T stored = adamw_round_state<S>(x, r);
+  adamw_put(slot, stored);
   if constexpr (S == AdamWStateMode::kF32) {
-    slot = x;
     return false;
   } else {
-    const uint16_t old_bits = slot.bits;
-    const bf16 s = S == AdamWStateMode::kBF16SR ? float_to_bf16_sr(x, r) : float_to_bf16_rn(x);
-    adamw_put(slot, s);
-    return (x != old) & (s.bits == old_bits);
+    return adamw_stalled(x, old, stored);
   }
 }
 
@@ -337,15 +414,7 @@ SRKIT_HD bool adamw_store_state(T& slot, float old, float x, uint32_t r) {
 template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM>
 SRKIT_HD AdamWElemOut adamw_element(const AdamWArrays<WM, MM, VM>& a, size_t i, bool decay,
                                     const AdamWHyper& h, uint32_t rw, uint32_t rm, uint32_t rv) {
-  const float g = adamw_load(a.g[i]) * h.grad_scale;
-  const float m_old = adamw_load(a.m[i]);
-  const float v_old = adamw_load(a.v[i]);
-  const float m = h.beta1 * m_old + (1.0f - h.beta1) * g;
-  const float v = h.beta2 * v_old + (1.0f - h.beta2) * (g * g);
-  const float mhat = m / h.bias_correction1;
-  const float vhat = v / h.bias_correction2;
-
-  float w;
+  float w, comp = 0.0f;
   if constexpr (WM == AdamWWeightMode::kMasterF32) {
     w = a.master[i];
   } else if constexpr (WM == AdamWWeightMode::kRem16) {
@@ -353,33 +422,21 @@ SRKIT_HD AdamWElemOut adamw_element(const AdamWArrays<WM, MM, VM>& a, size_t i, 
   } else {
     w = adamw_load(a.w[i]);
   }
-  const float dir = mhat / (sqrtf(vhat) + h.eps);
-  const float update = -h.lr * (decay ? dir + h.weight_decay * w : dir);
-
+  if constexpr (WM == AdamWWeightMode::kKahan) comp = bf16_to_float(a.kahan[i]);
+  const AdamWMath r =
+      adamw_math(adamw_load(a.g[i]), adamw_load(a.m[i]), adamw_load(a.v[i]), w, decay, h);
+  const AdamWWeightNew n = adamw_new_weight<WM>(w, r.update, comp, rw);
   if constexpr (WM == AdamWWeightMode::kF32) {
-    a.w[i] = w + update;
-  } else if constexpr (WM == AdamWWeightMode::kBF16RN) {
-    adamw_put(a.w[i], float_to_bf16_rn(w + update));
-  } else if constexpr (WM == AdamWWeightMode::kBF16SR) {
-    adamw_put(a.w[i], float_to_bf16_sr(w + update, rw));
-  } else if constexpr (WM == AdamWWeightMode::kMasterF32) {
-    const float master = w + update;
-    a.master[i] = master;
-    adamw_put(a.w[i], float_to_bf16_rn(master));
-  } else if constexpr (WM == AdamWWeightMode::kRem16) {
-    const Rem16 s = rem16_split(w + update);
-    adamw_put(a.w[i], s.w);
-    a.master[i] = s.r;
-  } else {  // kKahan: the compensation c carries what rounding w dropped last time
-    const float c = bf16_to_float(a.kahan[i]);
-    const float y = update - c;
-    const bf16 t = float_to_bf16_rn(w + y);
-    adamw_put(a.kahan[i], float_to_bf16_rn((bf16_to_float(t) - w) - y));
-    adamw_put(a.w[i], t);
+    a.w[i] = n.w32;
+  } else {
+    adamw_put(a.w[i], n.w16);
   }
-  const bool m_stalled = adamw_store_state<MM>(a.m[i], m_old, m, rm);
-  const bool v_stalled = adamw_store_state<VM>(a.v[i], v_old, v, rv);
-  return AdamWElemOut{update, w, m_stalled, v_stalled};
+  if constexpr (WM == AdamWWeightMode::kMasterF32) a.master[i] = n.master;
+  if constexpr (WM == AdamWWeightMode::kRem16) a.master[i] = n.rem;
+  if constexpr (WM == AdamWWeightMode::kKahan) adamw_put(a.kahan[i], n.comp);
+  const bool m_stalled = adamw_store_state<MM>(a.m[i], r.m, rm);
+  const bool v_stalled = adamw_store_state<VM>(a.v[i], r.v, rv);
+  return AdamWElemOut{r.update, w, m_stalled, v_stalled};
 }
 
 }  // namespace srkit

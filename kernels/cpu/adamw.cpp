@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <vector>
 
 #if defined(__AVX2__)
@@ -10,6 +11,12 @@
 
 #include "kernels/common/philox.h"
 #include "kernels/common/sr_bits.h"
+
+// sqrtf in the element math vectorizes only without errno semantics; with them
+// GCC keeps a scalar libm call per element and the step runs several times slower.
+#if defined(__GNUC__) && !defined(__NO_MATH_ERRNO__)
+#warning "kernels/cpu/adamw.cpp: build with -fno-math-errno, or the AdamW loops stay scalar"
+#endif
 
 namespace srkit::cpu {
 namespace {
@@ -20,8 +27,14 @@ static_assert(std::endian::native == std::endian::little, "SR lane layout assume
 
 constexpr size_t kChunk = size_t(1) << 16;  // telemetry reduction unit (elements)
 constexpr size_t kTile = 512;               // elements per batch of SR bits, a multiple of 8
-constexpr size_t kTileGroups =
-    kTile / 8 + 1;  // a tile not starting on a group boundary spans one more
+// The AVX2 Philox runs kPhiloxVectors independent vectors of 8 groups at once:
+// one alone is bound by the multiplier's latency; four (some spilled) measured
+// fastest here.
+constexpr int kPhiloxVectors = 4;
+constexpr size_t kPhiloxBatch = 8 * kPhiloxVectors;
+// SR groups a tile's bit buffers hold: a tile not starting on a group boundary
+// spans kTile / 8 + 1 groups, and the Philox fills whole batches.
+constexpr size_t kTileGroups = (kTile / 8 + 1 + kPhiloxBatch - 1) / kPhiloxBatch * kPhiloxBatch;
 
 struct Sums {
   double update_sq = 0, weight_sq = 0;
@@ -43,20 +56,17 @@ struct Sums {
 // update; this is the same rounds with the products split into even and odd
 // lanes. Tests hold the step's SR results to sr_bits16 bit for bit.
 inline void mulhilo8(__m256i a, __m256i m, __m256i& hi, __m256i& lo) {
-  // vpmuludq reads the low 32 bits of each 64-bit lane; shuffles move the odd
-  // words into place (cheaper than 64-bit shifts, which share one port on Zen 2).
-  const __m256i even = _mm256_mul_epu32(a, m);                             // words 0,2,4,6
-  const __m256i odd = _mm256_mul_epu32(_mm256_shuffle_epi32(a, 0xF5), m);  // words 1,3,5,7
-  lo = _mm256_blend_epi32(even, _mm256_shuffle_epi32(odd, 0xA0), 0xAA);
-  hi = _mm256_blend_epi32(_mm256_shuffle_epi32(even, 0xF5), odd, 0xAA);
+  const __m256i even = _mm256_mul_epu32(a, m);                        // words 0,2,4,6 (64-bit)
+  const __m256i odd = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), m);  // words 1,3,5,7
+  lo = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+  hi = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
 }
 
-// out[0..128): the SR lanes of groups g0 .. g0+15, in sr_lane order. Two
-// independent batches of 8 interleave so the multiplier latency of one round
-// overlaps the other batch (one batch alone is latency-bound).
-void philox_16_groups(uint16_t* out, uint64_t seed, uint64_t sub, uint64_t g0) {
+// out[0 .. 8 * kPhiloxBatch): the SR lanes of groups g0 .. g0 + kPhiloxBatch - 1,
+// in sr_lane order.
+void philox_batch(uint16_t* out, uint64_t seed, uint64_t sub, uint64_t g0) {
   using namespace philox_detail;
-  constexpr int kB = 2;
+  constexpr int kB = kPhiloxVectors;
   alignas(32) uint32_t lo32[8 * kB], hi32[8 * kB];
   for (int j = 0; j < 8 * kB; ++j) {
     lo32[j] = uint32_t(g0 + uint64_t(j));
@@ -103,12 +113,13 @@ void philox_16_groups(uint16_t* out, uint64_t seed, uint64_t sub, uint64_t g0) {
 #endif
 
 // lanes[k] = the 16 SR bits of global element 8 * g0 + k, for at least ngroups
-// groups (the AVX2 path fills whole batches of 16; lanes has room for them).
+// groups (the AVX2 path fills whole batches; lanes has room for them).
 void fill_lanes(uint16_t* lanes, const AdamWHyper& h, RngPurpose purpose, uint64_t g0,
                 size_t ngroups) {
 #if defined(__AVX2__)
   const uint64_t sub = sr_subsequence(uint32_t(purpose), h.step);
-  for (size_t k = 0; k < ngroups; k += 16) philox_16_groups(lanes + 8 * k, h.seed, sub, g0 + k);
+  for (size_t k = 0; k < ngroups; k += kPhiloxBatch)
+    philox_batch(lanes + 8 * k, h.seed, sub, g0 + k);
 #else
   for (size_t k = 0; k < ngroups; ++k) {
     const Philox4 b = sr_block(h.seed, uint32_t(purpose), h.step, g0 + k);
@@ -117,8 +128,116 @@ void fill_lanes(uint16_t* lanes, const AdamWHyper& h, RngPurpose purpose, uint64
 #endif
 }
 
+// SR bits of a tile's elements, from element 0 of the current sub-range.
+struct TileBits {
+  const uint16_t *w, *m, *v;
+  TileBits offset(size_t k) const { return {w + k, m + k, v + k}; }
+};
+
+// Telemetry terms of one element into per-tile accumulators (a tile has fewer
+// than 2^32 elements, so 32-bit counts: 8 per vector).
+inline void tally(float update, float w, bool m_stalled, bool v_stalled, double& usq, double& wsq,
+                  uint32_t& nonzero, uint32_t& erased, uint32_t& ms, uint32_t& vs) {
+  usq += double(update) * double(update);
+  wsq += double(w) * double(w);
+  nonzero += update != 0.0f;
+  erased += adamw_erased(update, w);
+  ms += m_stalled;
+  vs += v_stalled;
+}
+
+// Elements [0, n) of `t` one per SIMD lane, through adamw_element.
+template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, bool kTel, bool kDecay>
+void element_loop(const AdamWArrays<WM, MM, VM>& t, TileBits b, size_t n, const AdamWHyper& hyper,
+                  Sums& sums) {
+  using A = AdamWArrays<WM, MM, VM>;
+  const AdamWHyper h = hyper;  // a local copy: stores through the arrays cannot alias it
+  double usq = 0, wsq = 0;
+  uint32_t nonzero = 0, erased = 0, ms = 0, vs = 0;
+#pragma omp simd reduction(+ : usq, wsq, nonzero, erased, ms, vs)
+  for (size_t k = 0; k < n; ++k) {
+    const AdamWElemOut o =
+        adamw_element(t, k, kDecay, h, A::kWeightSR ? uint32_t(b.w[k]) : 0u,
+                      A::kMomentSR ? uint32_t(b.m[k]) : 0u, A::kVarianceSR ? uint32_t(b.v[k]) : 0u);
+    if constexpr (kTel) {
+      tally(o.update, o.weight, o.m_stalled, o.v_stalled, usq, wsq, nonzero, erased, ms, vs);
+    }
+  }
+  if constexpr (kTel) sums.add(Sums{usq, wsq, nonzero, erased, ms, vs});
+}
+
+// Rules whose every array holds 16-bit elements take the pair path.
+template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM>
+constexpr bool kPairs = WM != AdamWWeightMode::kF32&& WM != AdamWWeightMode::kMasterF32&& MM !=
+                        AdamWStateMode::kF32&& VM != AdamWStateMode::kF32;
+
+inline uint32_t load_pair(const void* base, size_t k) {
+  uint32_t x;
+  std::memcpy(&x, static_cast<const char*>(base) + 4 * k, 4);
+  return x;
+}
+inline void store_pair(void* base, size_t k, uint32_t x) {
+  std::memcpy(static_cast<char*>(base) + 4 * k, &x, 4);
+}
+inline uint16_t half(uint32_t x, int j) { return uint16_t(x >> (16 * j)); }
+
+// Elements [0, 2 * npairs) of `t` (element 0 at an even global index), two per
+// 32-bit SIMD lane: element 2k in the low half of word k, as memory holds them
+// and as an SR word holds their bits. Widening bf16 is then a shift or a mask
+// and narrowing a shift and an or, where one element per lane needs shuffles
+// (a single port on many x86 cores) to move 16-bit halves across lanes.
+template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, bool kTel, bool kDecay>
+void pair_loop(const AdamWArrays<WM, MM, VM>& t, TileBits b, size_t npairs, const AdamWHyper& hyper,
+               Sums& sums) {
+  using A = AdamWArrays<WM, MM, VM>;
+  const AdamWHyper h = hyper;  // a local copy: stores through the arrays cannot alias it
+  constexpr bool kAux = WM == AdamWWeightMode::kRem16 || WM == AdamWWeightMode::kKahan;
+  void* aux = nullptr;  // rem16 remainders or Kahan compensations
+  if constexpr (WM == AdamWWeightMode::kRem16) aux = t.master;
+  if constexpr (WM == AdamWWeightMode::kKahan) aux = t.kahan;
+  double usq = 0, wsq = 0;
+  uint32_t nonzero = 0, erased = 0, ms = 0, vs = 0;
+#pragma omp simd reduction(+ : usq, wsq, nonzero, erased, ms, vs)
+  for (size_t k = 0; k < npairs; ++k) {
+    const uint32_t gp = load_pair(t.g, k), mp = load_pair(t.m, k), vp = load_pair(t.v, k);
+    const uint32_t wp = load_pair(t.w, k);
+    [[maybe_unused]] const uint32_t xp = kAux ? load_pair(aux, k) : 0u;
+    const uint32_t rwp = A::kWeightSR ? load_pair(b.w, k) : 0u;
+    const uint32_t rmp = A::kMomentSR ? load_pair(b.m, k) : 0u;
+    const uint32_t rvp = A::kVarianceSR ? load_pair(b.v, k) : 0u;
+    uint32_t w_out = 0, x_out = 0, m_out = 0, v_out = 0;
+    const auto element = [&](int j) {
+      const bf16 w16{half(wp, j)}, m_old{half(mp, j)}, v_old{half(vp, j)};
+      float w = bf16_to_float(w16), comp = 0.0f;
+      if constexpr (WM == AdamWWeightMode::kRem16) w = rem16_join(w16, int16_t(half(xp, j)));
+      if constexpr (WM == AdamWWeightMode::kKahan) comp = bf16_to_float(bf16{half(xp, j)});
+      const AdamWMath r = adamw_math(bf16_to_float(bf16{half(gp, j)}), bf16_to_float(m_old),
+                                     bf16_to_float(v_old), w, kDecay, h);
+      const AdamWWeightNew nw = adamw_new_weight<WM>(w, r.update, comp, half(rwp, j));
+      const bf16 m_new = adamw_round_state<MM>(r.m, half(rmp, j));
+      const bf16 v_new = adamw_round_state<VM>(r.v, half(rvp, j));
+      w_out |= uint32_t(nw.w16.bits) << (16 * j);
+      if constexpr (WM == AdamWWeightMode::kRem16) x_out |= uint32_t(uint16_t(nw.rem)) << (16 * j);
+      if constexpr (WM == AdamWWeightMode::kKahan) x_out |= uint32_t(nw.comp.bits) << (16 * j);
+      m_out |= uint32_t(m_new.bits) << (16 * j);
+      v_out |= uint32_t(v_new.bits) << (16 * j);
+      if constexpr (kTel) {
+        tally(r.update, w, adamw_stalled(r.m, m_old, m_new), adamw_stalled(r.v, v_old, v_new), usq,
+              wsq, nonzero, erased, ms, vs);
+      }
+    };
+    element(0);
+    element(1);
+    store_pair(t.w, k, w_out);
+    if constexpr (kAux) store_pair(aux, k, x_out);
+    store_pair(t.m, k, m_out);
+    store_pair(t.v, k, v_out);
+  }
+  if constexpr (kTel) sums.add(Sums{usq, wsq, nonzero, erased, ms, vs});
+}
+
 // Global elements [lo, hi) of one segment; `a` points at global index `begin`.
-// kDecay is a template argument so the SIMD loop has no branch.
+// kDecay is a template argument so the SIMD loops have no branch.
 template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, bool kTel, bool kDecay>
 void step_piece(const AdamWArrays<WM, MM, VM>& a, size_t begin, size_t lo, size_t hi,
                 const AdamWHyper& h, Sums& sums) {
@@ -132,29 +251,20 @@ void step_piece(const AdamWArrays<WM, MM, VM>& a, size_t begin, size_t lo, size_
     if constexpr (A::kMomentSR) fill_lanes(rm, h, RngPurpose::kFirstMoment, g0, ngroups);
     if constexpr (A::kVarianceSR) fill_lanes(rv, h, RngPurpose::kSecondMoment, g0, ngroups);
     const size_t skip = t0 - 8 * g0;
-    const uint16_t* bw = rw + skip;
-    const uint16_t* bm = rm + skip;
-    const uint16_t* bv = rv + skip;
+    const TileBits bits{rw + skip, rm + skip, rv + skip};
     const A t = a.offset(t0 - begin);
     const size_t n = t1 - t0;
-    double usq = 0, wsq = 0;
-    uint32_t nonzero = 0, erased = 0, ms = 0,
-             vs = 0;  // a tile is < 2^32 elements: 8 lanes a vector
-#pragma omp simd reduction(+ : usq, wsq, nonzero, erased, ms, vs)
-    for (size_t k = 0; k < n; ++k) {
-      const AdamWElemOut o =
-          adamw_element(t, k, kDecay, h, A::kWeightSR ? uint32_t(bw[k]) : 0u,
-                        A::kMomentSR ? uint32_t(bm[k]) : 0u, A::kVarianceSR ? uint32_t(bv[k]) : 0u);
-      if constexpr (kTel) {
-        usq += double(o.update) * double(o.update);
-        wsq += double(o.weight) * double(o.weight);
-        nonzero += o.update != 0.0f;
-        erased += adamw_erased(o.update, o.weight);
-        ms += o.m_stalled;
-        vs += o.v_stalled;
-      }
+    if constexpr (kPairs<WM, MM, VM>) {
+      // Pairs start on even global indices: an odd first or last element goes alone.
+      const size_t first = t0 & 1, last = (t1 & 1) && n > first ? n - 1 : n;
+      if (first) element_loop<WM, MM, VM, kTel, kDecay>(t, bits, 1, h, sums);
+      pair_loop<WM, MM, VM, kTel, kDecay>(t.offset(first), bits.offset(first), (last - first) / 2,
+                                          h, sums);
+      if (last < n)
+        element_loop<WM, MM, VM, kTel, kDecay>(t.offset(last), bits.offset(last), 1, h, sums);
+    } else {
+      element_loop<WM, MM, VM, kTel, kDecay>(t, bits, n, h, sums);
     }
-    if constexpr (kTel) sums.add(Sums{usq, wsq, nonzero, erased, ms, vs});
     t0 = t1;
   }
 }

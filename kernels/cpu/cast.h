@@ -1,7 +1,8 @@
 // Array casts between fp32 and bf16 on the CPU (OpenMP, AVX2). Every element
 // goes through the per-element rules of kernels/common/bf16.h; SR bits follow
 // the random-bits contract (kernels/common/sr_bits.h), so results depend on
-// neither the thread count nor how the array is split.
+// neither the thread count nor how the array is split. Input and output must
+// not overlap (the threads read ahead of each other's writes).
 #pragma once
 
 #include <cstddef>

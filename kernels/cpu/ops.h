@@ -61,7 +61,12 @@ void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* i
                         const float* mean, const float* rstd, int N, int C);
 
 // out[N,OC] = inp[N,C] @ weight[OC,C]^T (+ bias[OC] if not null). BLAS sgemm on
-// fp32 (bf16 operands widened into the workspace), fp32 accumulation.
+// fp32 (bf16 operands widened into the workspace), fp32 accumulation; the bias is
+// added to the finished fp32 sum. Workspace: none for fp32; for bf16
+// N*C + OC*C + N*OC floats (backward: N*OC + OC*C + N*C + max(N, OC)*C).
+// OpenBLAS runs its own threads between this op's OpenMP regions: run CPU jobs
+// with OMP_WAIT_POLICY=passive, or libgomp's spinning workers take the cores
+// from BLAS (BENCHMARKS.md, "GEMM (CPU)").
 template <typename T>
 void matmul_forward(T* out, const T* inp, const T* weight, const T* bias, int N, int C, int OC,
                     Workspace& ws);

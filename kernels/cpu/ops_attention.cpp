@@ -69,7 +69,8 @@ void add_rows(float* y, const float* a, const float* X, size_t ld, int R, int n)
     const float* x0 = X + size_t(r) * ld;
     const float *x1 = x0 + ld, *x2 = x1 + ld, *x3 = x2 + ld;
 #pragma omp simd
-    for (int j = 0; j < n; ++j) y[j] = (((y[j] + a0 * x0[j]) + a1 * x1[j]) + a2 * x2[j]) + a3 * x3[j];
+    for (int j = 0; j < n; ++j)
+      y[j] = (((y[j] + a0 * x0[j]) + a1 * x1[j]) + a2 * x2[j]) + a3 * x3[j];
   }
   for (; r < R; ++r) {
     const float ar = a[r];
@@ -176,13 +177,8 @@ void attention_backward(T* dinp, T* dpreatt, T* datt, const T* dout, const T* in
 #pragma omp simd
           for (int t2 = 0; t2 < n; ++t2) a[t2] = to_f32(att_row[t2]);
           // da[t2] = dout_t . v_t2 (over i in order); dv_t2 += att[t2] * dout_t.
-          for (int t2 = 0; t2 < n; ++t2) da[t2] = 0.0f;
-          for (int i = 0; i < hs; ++i) {
-            const float gi = g[i];
-            const float* vr = &vt[size_t(i) * Tn];
-#pragma omp simd
-            for (int t2 = 0; t2 < n; ++t2) da[t2] += gi * vr[t2];
-          }
+          std::fill_n(da.begin(), n, 0.0f);
+          add_rows(da.data(), g.data(), vt.data(), Tn, hs, n);
           for (int t2 = 0; t2 < n; ++t2) {
             const float w = a[t2];
             float* dvr = &dv[size_t(t2) * hs];
@@ -202,18 +198,17 @@ void attention_backward(T* dinp, T* dpreatt, T* datt, const T* dout, const T* in
             dpre_row[t2] = from_f32<T>(dp[t2]);
           }
           for (int t2 = n; t2 < Tn; ++t2) datt_row[t2] = dpre_row[t2] = T{};
-          // preatt = scale * q_t . k_t2: dq_t += scale dpre[t2] k_t2; dk_t2 += scale dpre[t2] q_t.
+            // preatt = scale * q_t . k_t2: dq_t += scale dpre[t2] k_t2; dk_t2 += scale dpre[t2]
+            // q_t.
+#pragma omp simd
+          for (int t2 = 0; t2 < n; ++t2) dp[t2] *= scale;
           const float* qt = &q[size_t(t) * hs];
-          float* dqt = &dq[size_t(t) * hs];
+          add_rows(&dq[size_t(t) * hs], dp.data(), k.data(), hs, n, hs);
           for (int t2 = 0; t2 < n; ++t2) {
-            const float w = scale * dp[t2];
-            const float* kr = &k[size_t(t2) * hs];
+            const float w = dp[t2];
             float* dkr = &dk[size_t(t2) * hs];
 #pragma omp simd
-            for (int i = 0; i < hs; ++i) {
-              dqt[i] += w * kr[i];
-              dkr[i] += w * qt[i];
-            }
+            for (int i = 0; i < hs; ++i) dkr[i] += w * qt[i];
           }
         }
         T* dx = dinp + size_t(b) * Tn * C3;

@@ -23,7 +23,7 @@ SRKIT_HD uint32_t select_bits(bool c, uint32_t a, uint32_t b) {
 // overflow gives +Inf, underflow is gradual down to 0, NaN stays NaN.
 // e^x = 2^n * e^r with n = round(x / ln 2) and r = x - n ln 2 (ln 2 in two parts,
 // the first exact in few bits so n * ln2_hi is exact), |r| <= ln2 / 2, and e^r
-// by its degree-7 Taylor polynomial (truncation < 3e-9 relative). x is first
+// by its degree-7 Taylor polynomial (truncation < 1e-8 relative). x is first
 // clamped to [-104, 88.8] (e^x rounds to 0 below, overflows above), so that
 // n lies in [-150, 128]; 2^n is applied as two factors 2^(n/2) that are both
 // normal floats, so overflow and gradual underflow happen in the last multiply.

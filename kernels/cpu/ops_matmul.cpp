@@ -1,7 +1,8 @@
-// matmul_forward / matmul_backward: one sgemm per product. fp32 arrays go straight
-// to BLAS (beta = 1 accumulates into the gradients); bf16 arrays are widened into
-// the workspace, multiplied into fp32 scratch, and a single fused pass adds the
-// bias or the old gradient and rounds once per element.
+// matmul_forward / matmul_backward: one sgemm per product, called outside
+// OpenMP regions (OpenBLAS threads it). fp32 arrays go straight to BLAS (beta = 1
+// accumulates into the gradients). bf16 arrays are widened into the workspace
+// (all operands of a call in one parallel region), multiplied into fp32 scratch,
+// and one fused pass adds the bias or the old gradient and rounds once.
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -13,8 +14,7 @@
 namespace srkit::cpu {
 namespace {
 
-// Workspace slots (any op may clobber any slot; these just keep one call's
-// buffers apart).
+// Workspace slots (any op may clobber any slot; these keep one call's buffers apart).
 enum Slot : int { kSlotA = 0, kSlotB = 1, kSlotC = 2, kSlotAcc = 3 };
 
 void check_shape(const char* op, int N, int C, int OC) {
@@ -25,7 +25,7 @@ void check_shape(const char* op, int N, int C, int OC) {
   }
 }
 
-// out[n,oc] = RN(acc[n,oc] + bias[oc]) (bias may be null). acc may alias out
+// out[n,oc] = RN(acc[n,oc] + bias[oc]) (bias may be null); acc may alias out
 // when T = float.
 template <typename T>
 void add_bias_round(T* out, const float* acc, const T* bias, size_t N, size_t OC) {
@@ -49,13 +49,14 @@ void accumulate_round(bf16* dst, const float* acc, size_t n) {
   for (size_t i = 0; i < n; ++i) dst[i] = float_to_bf16_rn(bf16_to_float(dst[i]) + acc[i]);
 }
 
-// dst[j] += sum over rows r (in order) of src[r, j]. Columns are split into
-// fixed chunks across threads, so each sum's order never depends on the team.
+// dst[j] += sum over rows r (in order) of src[r, j]. Columns go to threads in
+// fixed chunks, so no sum's order depends on the team. Orphaned worksharing, as
+// widen_for: shares the enclosing region's team, or runs on the calling thread.
 template <typename T>
-void accumulate_column_sums(T* dst, const float* src, size_t rows, size_t cols) {
+void column_sums_for(T* dst, const float* src, size_t rows, size_t cols) {
   constexpr size_t kChunk = 64;
   const size_t chunks = (cols + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (parallel : rows * cols >= kParallelMinWork)
+#pragma omp for schedule(static) nowait
   for (size_t ch = 0; ch < chunks; ++ch) {
     const size_t c0 = ch * kChunk;
     const size_t w = std::min(kChunk, cols - c0);
@@ -76,13 +77,18 @@ void matmul_forward(T* out, const T* inp, const T* weight, const T* bias, int N,
                     Workspace& ws) {
   check_shape("matmul_forward", N, C, OC);
   const size_t n = size_t(N), c = size_t(C), oc = size_t(OC);
-  const float* x = as_f32(inp, n * c, ws, kSlotA);
-  const float* w = as_f32(weight, oc * c, ws, kSlotB);
   if constexpr (std::is_same_v<T, float>) {
-    sgemm(false, true, N, OC, C, x, C, w, C, 0.0f, out, OC);
+    sgemm(false, true, N, OC, C, inp, C, weight, C, 0.0f, out, OC);
     if (bias) add_bias_round(out, out, bias, n, oc);
   } else {
+    float* x = ws.floats(kSlotA, n * c);
+    float* w = ws.floats(kSlotB, oc * c);
     float* acc = ws.floats(kSlotC, n * oc);
+#pragma omp parallel if (parallel : (n + oc) * c >= kParallelMinWork)
+    {
+      widen_for(inp, x, n * c);
+      widen_for(weight, w, oc * c);
+    }
     sgemm(false, true, N, OC, C, x, C, w, C, 0.0f, acc, OC);
     add_bias_round(out, acc, bias, n, oc);
   }
@@ -93,20 +99,34 @@ void matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
                      int N, int C, int OC, Workspace& ws) {
   check_shape("matmul_backward", N, C, OC);
   const size_t n = size_t(N), c = size_t(C), oc = size_t(OC);
-  const float* g = as_f32(dout, n * oc, ws, kSlotA);
-  const float* w = as_f32(weight, oc * c, ws, kSlotB);
-  const float* x = as_f32(inp, n * c, ws, kSlotC);
   if constexpr (std::is_same_v<T, float>) {
-    sgemm(false, false, N, C, OC, g, OC, w, C, 1.0f, dinp, C);    // dinp += dout @ W
-    sgemm(true, false, OC, C, N, g, OC, x, C, 1.0f, dweight, C);  // dW += dout^T @ inp
+    sgemm(false, false, N, C, OC, dout, OC, weight, C, 1.0f, dinp, C);  // dinp += dout @ W
+    sgemm(true, false, OC, C, N, dout, OC, inp, C, 1.0f, dweight, C);   // dW += dout^T @ inp
+    if (dbias) {
+#pragma omp parallel if (parallel : n * oc >= kParallelMinWork)
+      column_sums_for(dbias, dout, n, oc);
+    }
   } else {
-    float* acc = ws.floats(kSlotAcc, std::max(n * c, oc * c));
+    float* g = ws.floats(kSlotA, n * oc);
+    float* w = ws.floats(kSlotB, oc * c);
+    float* x = ws.floats(kSlotC, n * c);
+    float* acc = ws.floats(kSlotAcc, std::max(n, oc) * c);
+    // One region: widen the three operands, then (dout complete) the bias sums.
+#pragma omp parallel if (parallel : n * oc + oc * c + n * c >= kParallelMinWork)
+    {
+      widen_for(dout, g, n * oc);
+      widen_for(weight, w, oc * c);
+      widen_for(inp, x, n * c);
+      if (dbias) {
+#pragma omp barrier
+        column_sums_for(dbias, g, n, oc);
+      }
+    }
     sgemm(false, false, N, C, OC, g, OC, w, C, 0.0f, acc, C);
     accumulate_round(dinp, acc, n * c);
     sgemm(true, false, OC, C, N, g, OC, x, C, 0.0f, acc, C);
     accumulate_round(dweight, acc, oc * c);
   }
-  if (dbias) accumulate_column_sums(dbias, g, n, oc);
 }
 
 #define SRKIT_INSTANTIATE(T)                                                                    \

@@ -160,6 +160,71 @@ void GPT::free_activations() {
   cap_B_ = cap_T_ = 0;
 }
 
+void GPT::bind_activations(Acts& a, const GPTConfig& config, DType dtype, int B, int T,
+                           const std::function<void*(const ActivationBuffer&)>& alloc) {
+  const size_t L = config.num_layers, C = config.channels, NH = config.num_heads;
+  const size_t Vp = config.padded_vocab_size();
+  const size_t BT = size_t(B) * T, att = size_t(B) * NH * T * T;
+  const size_t es = dtype_size(dtype);
+  const int layers = config.num_layers;
+  // model(): in the model dtype; f32(): fp32 statistics, losses and int32 token ids.
+  auto model = [&](const char* name, size_t elements, int stacked) {
+    return alloc(ActivationBuffer{name, elements * es, stacked});
+  };
+  auto f32 = [&](const char* name, size_t elements, int stacked) {
+    return static_cast<float*>(alloc(ActivationBuffer{name, elements * sizeof(float), stacked}));
+  };
+  a.encoded = model("encoded", BT * C, 1);
+  a.ln1 = model("ln1", L * BT * C, layers);
+  a.ln1_mean = f32("ln1_mean", L * BT, layers);
+  a.ln1_rstd = f32("ln1_rstd", L * BT, layers);
+  a.qkv = model("qkv", L * BT * 3 * C, layers);
+  a.atty = model("atty", L * BT * C, layers);
+  a.preatt = model("preatt", att, 1);
+  a.att = model("att", L * att, layers);
+  a.attproj = model("attproj", L * BT * C, layers);
+  a.residual2 = model("residual2", L * BT * C, layers);
+  a.ln2 = model("ln2", L * BT * C, layers);
+  a.ln2_mean = f32("ln2_mean", L * BT, layers);
+  a.ln2_rstd = f32("ln2_rstd", L * BT, layers);
+  a.fch = model("fch", L * BT * 4 * C, layers);
+  a.fch_gelu = model("fch_gelu", L * BT * 4 * C, layers);
+  a.fcproj = model("fcproj", L * BT * C, layers);
+  a.residual3 = model("residual3", L * BT * C, layers);
+  a.lnf = model("lnf", BT * C, 1);
+  a.lnf_mean = f32("lnf_mean", BT, 1);
+  a.lnf_rstd = f32("lnf_rstd", BT, 1);
+  a.logits = model("logits", BT * Vp, 1);
+  a.losses = f32("losses", BT, 1);
+  a.inputs = reinterpret_cast<int32_t*>(f32("inputs", BT, 1));
+  a.targets = reinterpret_cast<int32_t*>(f32("targets", BT, 1));
+  a.dresidual = model("dresidual", BT * C, 1);
+  a.dln = model("dln", BT * C, 1);
+  a.datty = model("datty", BT * C, 1);
+  a.dqkv = model("dqkv", BT * 3 * C, 1);
+  a.dfch = model("dfch", BT * 4 * C, 1);
+  a.dfch_gelu = model("dfch_gelu", BT * 4 * C, 1);
+  a.dpreatt = model("dpreatt", att, 1);
+  a.datt = model("datt", att, 1);
+}
+
+std::vector<ActivationBuffer> GPT::activation_buffers(const GPTConfig& config, DType dtype, int B,
+                                                      int T) {
+  std::vector<ActivationBuffer> out;
+  Acts unbound;
+  bind_activations(unbound, config, dtype, B, T, [&](const ActivationBuffer& b) -> void* {
+    out.push_back(b);
+    return nullptr;
+  });
+  return out;
+}
+
+size_t GPT::activation_bytes(const GPTConfig& config, DType dtype, int B, int T) {
+  size_t total = 0;
+  for (const ActivationBuffer& b : activation_buffers(config, dtype, B, T)) total += b.bytes;
+  return total;
+}
+
 void GPT::ensure_activations(int B, int T) {
   if (T > config_.max_seq_len) {
     throw std::invalid_argument("sequence length " + std::to_string(T) +
@@ -169,53 +234,11 @@ void GPT::ensure_activations(int B, int T) {
   if (acts_ && B <= cap_B_ && T <= cap_T_) return;
   free_activations();
   acts_ = new Acts();
-  const size_t L = config_.num_layers, C = config_.channels, NH = config_.num_heads;
-  const size_t Vp = config_.padded_vocab_size();
-  const size_t BT = size_t(B) * T, att = size_t(B) * NH * T * T;
-  const size_t es = dtype_size(dtype_);
-  auto model = [&](size_t elements) {
-    void* p = backend_.allocate(elements * es, MemCategory::kActivations);
+  bind_activations(*acts_, config_, dtype_, B, T, [&](const ActivationBuffer& b) {
+    void* p = backend_.allocate(b.bytes, MemCategory::kActivations);
     acts_->all.push_back(p);
     return p;
-  };
-  auto f32 = [&](size_t elements) {
-    void* p = backend_.allocate(elements * sizeof(float), MemCategory::kActivations);
-    acts_->all.push_back(p);
-    return static_cast<float*>(p);
-  };
-  Acts& a = *acts_;
-  a.encoded = model(BT * C);
-  a.ln1 = model(L * BT * C);
-  a.ln1_mean = f32(L * BT);
-  a.ln1_rstd = f32(L * BT);
-  a.qkv = model(L * BT * 3 * C);
-  a.atty = model(L * BT * C);
-  a.preatt = model(att);
-  a.att = model(L * att);
-  a.attproj = model(L * BT * C);
-  a.residual2 = model(L * BT * C);
-  a.ln2 = model(L * BT * C);
-  a.ln2_mean = f32(L * BT);
-  a.ln2_rstd = f32(L * BT);
-  a.fch = model(L * BT * 4 * C);
-  a.fch_gelu = model(L * BT * 4 * C);
-  a.fcproj = model(L * BT * C);
-  a.residual3 = model(L * BT * C);
-  a.lnf = model(BT * C);
-  a.lnf_mean = f32(BT);
-  a.lnf_rstd = f32(BT);
-  a.logits = model(BT * Vp);
-  a.losses = f32(BT);
-  a.inputs = reinterpret_cast<int32_t*>(f32(BT));
-  a.targets = reinterpret_cast<int32_t*>(f32(BT));
-  a.dresidual = model(BT * C);
-  a.dln = model(BT * C);
-  a.datty = model(BT * C);
-  a.dqkv = model(BT * 3 * C);
-  a.dfch = model(BT * 4 * C);
-  a.dfch_gelu = model(BT * 4 * C);
-  a.dpreatt = model(att);
-  a.datt = model(att);
+  });
   cap_B_ = B;
   cap_T_ = T;
 }

@@ -3,7 +3,9 @@
 // backward passes written once against the Backend's ops.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "kernels/common/dtype.h"
@@ -14,6 +16,15 @@
 namespace srkit {
 
 class PhaseTimers;
+
+// One activation buffer the model allocates (MemCategory::kActivations) for a
+// [B, T] batch: saved forward activations, fp32 LayerNorm statistics and
+// losses, token ids, and the backward pass's scratch.
+struct ActivationBuffer {
+  const char* name;  // e.g. "qkv"
+  size_t bytes;
+  int layers;  // L when stacked per layer on a leading L axis, else 1
+};
 
 class GPT {
  public:
@@ -52,8 +63,18 @@ class GPT {
 
   void set_timers(PhaseTimers* timers) { timers_ = timers; }
 
+  // Every activation buffer a forward/backward over [B, T] allocates, in
+  // allocation order. ensure_activations() allocates exactly this list, so
+  // memory models (lib/bench/memory_model.h) and the model share one source.
+  static std::vector<ActivationBuffer> activation_buffers(const GPTConfig& config, DType dtype,
+                                                          int B, int T);
+  static size_t activation_bytes(const GPTConfig& config, DType dtype, int B, int T);
+
  private:
   struct Acts;
+  // Binds every pointer of `acts` to alloc(buffer) for the buffers of a [B, T] batch.
+  static void bind_activations(Acts& acts, const GPTConfig& config, DType dtype, int B, int T,
+                               const std::function<void*(const ActivationBuffer&)>& alloc);
   void ensure_activations(int B, int T);
   void free_activations();
   void* param(const char* name, int layer = -1);

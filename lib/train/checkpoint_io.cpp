@@ -1,6 +1,7 @@
 #include "lib/train/checkpoint_io.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
 #include <vector>
@@ -31,23 +32,33 @@ std::vector<char> device_to_host(Backend& backend, const void* src, size_t bytes
 
 }  // namespace
 
-void save_checkpoint(const std::string& path, GPT& model, const Optimizer& optimizer,
+std::vector<HostStateBuffer> optimizer_state_to_host(const Optimizer& optimizer) {
+  Backend& backend = optimizer.backend();
+  std::vector<HostStateBuffer> out;
+  for (const Optimizer::StateBuffer& s : optimizer.state_buffers()) {
+    out.push_back({s.name, s.dtype, device_to_host(backend, s.data, s.bytes)});
+  }
+  return out;
+}
+
+void save_checkpoint(const std::string& path, GPT& model, const std::vector<HostStateBuffer>& state,
                      const CheckpointInfo& info) {
   Backend& backend = model.backend();
   const size_t es = dtype_size(model.dtype());
-  const std::vector<char> weights =
-      device_to_host(backend, model.weights(), model.layout().total_size() * es);
+  const size_t total = model.layout().total_size();
+  const std::vector<char> weights = device_to_host(backend, model.weights(), total * es);
   std::vector<TensorRef> tensors;
   for (const ParamTensor& t : model.layout().tensors()) {
     tensors.push_back(TensorRef{t.name, st_dtype(model.dtype()), t.shape,
                                 weights.data() + t.offset * es, t.count * es});
   }
-  std::vector<std::vector<char>> states;  // keep the host copies alive until written
-  for (const Optimizer::StateBuffer& s : optimizer.state_buffers()) {
-    states.push_back(device_to_host(backend, s.data, s.bytes));
-    const int64_t elements = int64_t(optimizer.end() - optimizer.begin());
-    tensors.push_back(
-        TensorRef{"optimizer." + s.name, s.dtype, {elements}, states.back().data(), s.bytes});
+  for (const HostStateBuffer& s : state) {
+    if (s.bytes.size() != total * safetensors_dtype_size(s.dtype)) {
+      throw std::logic_error("save_checkpoint: optimizer state " + s.name +
+                             " does not cover the whole flat buffer");
+    }
+    tensors.push_back(TensorRef{
+        "optimizer." + s.name, s.dtype, {int64_t(total)}, s.bytes.data(), s.bytes.size()});
   }
   std::map<std::string, std::string> meta;
   meta["format"] = kFormat;
@@ -57,12 +68,20 @@ void save_checkpoint(const std::string& path, GPT& model, const Optimizer& optim
   meta["strategy"] = info.strategy;
   meta["model"] = model_json(model.config()).dump();
   meta["config"] = info.config.dump();
-  meta["optimizer_range"] =
-      std::to_string(optimizer.begin()) + ":" + std::to_string(optimizer.end());
+  meta["optimizer_range"] = "0:" + std::to_string(total);
+  meta["world_size"] = std::to_string(info.world_size);
   std::filesystem::create_directories(std::filesystem::path(path).parent_path().empty()
                                           ? std::filesystem::path(".")
                                           : std::filesystem::path(path).parent_path());
   save_safetensors(path, tensors, meta);
+}
+
+void save_checkpoint(const std::string& path, GPT& model, const Optimizer& optimizer,
+                     const CheckpointInfo& info) {
+  if (optimizer.begin() != 0 || optimizer.end() != model.layout().total_size()) {
+    throw std::logic_error("save_checkpoint: the optimizer holds a shard; gather the state first");
+  }
+  save_checkpoint(path, model, optimizer_state_to_host(optimizer), info);
 }
 
 CheckpointInfo read_checkpoint_info(const std::string& path) {
@@ -88,6 +107,7 @@ CheckpointInfo read_checkpoint_info(const std::string& path) {
     throw std::runtime_error(path + ": malformed checkpoint metadata (" + e.what() + ")");
   }
   info.strategy = field("strategy");
+  if (meta.count("world_size")) info.world_size = std::atoi(meta.at("world_size").c_str());
   return info;
 }
 
@@ -115,17 +135,20 @@ CheckpointInfo load_checkpoint(const std::string& path, GPT& model, Optimizer& o
     reader.read(t.name, weights.data() + t.offset * es, t.count * es);
   }
   backend.copy_to_device(model.weights(), weights.data(), weights.size());
-  const int64_t elements = int64_t(optimizer.end() - optimizer.begin());
+  // The file holds each state buffer for the whole flat buffer; this run's
+  // optimizer takes its range of it.
+  const std::vector<int64_t> whole{int64_t(model.layout().total_size())};
   for (const Optimizer::StateBuffer& s : optimizer.state_buffers()) {
     const std::string name = "optimizer." + s.name;
     if (!reader.has(name)) throw std::runtime_error(path + ": missing tensor " + name);
     const SafetensorsReader::Info ti = reader.info(name);
-    if (ti.dtype != s.dtype || ti.shape != std::vector<int64_t>{elements}) {
+    if (ti.dtype != s.dtype || ti.shape != whole) {
       throw std::runtime_error(path + ": tensor " + name + " does not match this run's optimizer");
     }
-    std::vector<char> host(s.bytes);
-    reader.read(name, host.data(), s.bytes);
-    backend.copy_to_device(s.data, host.data(), s.bytes);
+    std::vector<char> host(ti.nbytes);
+    reader.read(name, host.data(), host.size());
+    const size_t es = safetensors_dtype_size(s.dtype);
+    backend.copy_to_device(s.data, host.data() + optimizer.begin() * es, s.bytes);
   }
   return info;
 }

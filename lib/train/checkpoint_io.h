@@ -1,11 +1,17 @@
 // Training checkpoints: the model's weights as named tensors, the optimizer's
 // state as flat buffers, and the run's config, step, data position and seed in
 // the safetensors metadata. Written atomically (see lib/checkpoint).
+//
+// A checkpoint does not depend on the world size: the optimizer state is always
+// stored for the whole flat buffer (ZeRO-1 runs gather their shards first), and a
+// run that loads it takes the part its optimizer covers. So a checkpoint written
+// by 2 ranks resumes on 1 and vice versa, with or without ZeRO-1.
 #pragma once
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "lib/checkpoint/checkpoint_dir.h"  // checkpoint_path, latest_checkpoint
 #include "lib/model/gpt.h"
@@ -19,16 +25,32 @@ struct CheckpointInfo {
   uint64_t seed = 0;
   std::string strategy;
   nlohmann::json config;  // the TrainConfig as JSON
+  int world_size = 1;     // ranks of the run that wrote it (informational)
 };
 
+// One optimizer state buffer (Optimizer::StateBuffer) on the host.
+struct HostStateBuffer {
+  std::string name;   // "master", "adam_m", ...
+  std::string dtype;  // safetensors dtype
+  std::vector<char> bytes;
+};
+
+// The optimizer's state over its own range [begin, end), copied to the host.
+std::vector<HostStateBuffer> optimizer_state_to_host(const Optimizer& optimizer);
+
+// state: every state buffer over the whole flat buffer [0, total_size).
+void save_checkpoint(const std::string& path, GPT& model, const std::vector<HostStateBuffer>& state,
+                     const CheckpointInfo& info);
+// The optimizer must cover the whole flat buffer.
 void save_checkpoint(const std::string& path, GPT& model, const Optimizer& optimizer,
                      const CheckpointInfo& info);
 
 // Reads only the metadata (to check shapes before allocating anything).
 CheckpointInfo read_checkpoint_info(const std::string& path);
 
-// Restores weights and optimizer state; checks that the checkpoint was written
-// for this model shape and strategy, naming the mismatch otherwise.
+// Restores the weights and the optimizer's range [begin, end) of its state;
+// checks that the checkpoint was written for this model shape and strategy,
+// naming the mismatch otherwise.
 CheckpointInfo load_checkpoint(const std::string& path, GPT& model, Optimizer& optimizer);
 
 // A checkpoint file, or the latest ckpt_*.safetensors in a directory.

@@ -40,6 +40,7 @@ class Optimizer {
   Optimizer& operator=(const Optimizer&) = delete;
 
   const PrecisionStrategy& strategy() const { return strategy_; }
+  Backend& backend() const { return backend_; }
   size_t begin() const { return begin_; }
   size_t end() const { return end_; }
 
@@ -47,7 +48,8 @@ class Optimizer {
   void reset_master_from_weights();
 
   // Global gradient norm of the model's gradients over the whole buffer, as the
-  // caller sees it (after any all-reduce).
+  // caller sees it (single process; data-parallel runs combine per-shard sums of
+  // squares instead, see DataParallel::grad_sumsq).
   double grad_norm();
   // One AdamW step; step is 1-based (bias correction uses it; SR bits too).
   OptimizerStepResult step(uint64_t step, float lr, const AdamWSettings& settings,

@@ -19,17 +19,17 @@ GPTConfig TrainConfig::model_config() const {
   return c;
 }
 
-uint64_t TrainConfig::total_steps() const {
-  if (tokens > 0) return (tokens + tokens_per_step() - 1) / tokens_per_step();
+uint64_t TrainConfig::total_steps(int world) const {
+  if (tokens > 0) return (tokens + tokens_per_step(world) - 1) / tokens_per_step(world);
   return steps;
 }
 
-LrSchedule TrainConfig::lr_schedule() const {
+LrSchedule TrainConfig::lr_schedule(int world) const {
   LrSchedule s;
   s.lr = lr;
   s.min_lr = min_lr < 0.0f ? lr / 10.0f : min_lr;
   s.warmup_steps = warmup;
-  s.total_steps = total_steps();
+  s.total_steps = total_steps(world);
   s.decay = decay_from_string(schedule);
   return s;
 }
@@ -62,9 +62,19 @@ void TrainConfig::validate() const {
   require(threads >= 0, "--threads must be >= 0");
   require(sample_tokens >= 0, "--sample-tokens must be >= 0");
   require(synthetic_bytes >= 4096, "--synthetic-bytes must be >= 4096");
+  require(comm == "auto" || comm == "single" || comm == "mpi" || comm == "nccl",
+          "--comm must be auto, single, mpi or nccl (got '" + comm + "')");
+  require(comm != "nccl" || device == "cuda",
+          "--comm nccl moves GPU buffers: it needs --device cuda (use --comm mpi for CPU ranks)");
+  require(std::isfinite(comm_timeout),
+          "--comm-timeout must be a number of seconds (<= 0: wait forever)");
+  require(zero == 0 || zero == 1, "--zero must be 0 or 1 (got " + std::to_string(zero) + ")");
+  require(sr_seed == "shared" || sr_seed == "per-rank",
+          "--sr-seed must be shared or per-rank (got '" + sr_seed + "')");
+  require(replica_check >= 0, "--replica-check must be >= 0 (0: never)");
 }
 
-nlohmann::json TrainConfig::to_json() const {
+nlohmann::json TrainConfig::to_json(int world) const {
   const GPTConfig mc = model_config();
   return {
       {"model", model},
@@ -82,9 +92,9 @@ nlohmann::json TrainConfig::to_json() const {
       {"batch", batch},
       {"seq_len", seq_len},
       {"grad_accum", grad_accum},
-      {"steps", total_steps()},
+      {"steps", total_steps(world)},
       {"lr", lr},
-      {"min_lr", lr_schedule().min_lr},
+      {"min_lr", lr_schedule(world).min_lr},
       {"warmup", warmup},
       {"schedule", schedule},
       {"beta1", adamw.beta1},
@@ -93,6 +103,9 @@ nlohmann::json TrainConfig::to_json() const {
       {"weight_decay", adamw.weight_decay},
       {"clip", adamw.grad_clip},
       {"seed", seed},
+      {"world_size", world},
+      {"zero", zero},
+      {"sr_seed", sr_seed},
   };
 }
 

@@ -53,13 +53,26 @@ struct TrainConfig {
   std::string resume;            // checkpoint file or directory (latest in it)
   int sample_tokens = 96;        // generated after training; 0 = none
   bool quiet = false;            // no progress lines (tables and errors only)
+  size_t mem_limit_bytes = 0;    // backend allocation limit (Backend::set_memory_limit); 0 = none
+
+  // distributed (docs/distributed.md): every rank runs the same config
+  std::string comm = "auto";       // auto | single | mpi | nccl (make_communicator)
+  double comm_timeout = 300.0;     // seconds a collective waits for its peers; <= 0: forever
+  int zero = 0;                    // 0: plain data parallel; 1: ZeRO-1 (sharded optimizer state)
+  std::string sr_seed = "shared";  // shared | per-rank (diagnostic: replicas drift apart)
+  int replica_check = 100;         // steps between replica checksum checks; 0 = never
 
   GPTConfig model_config() const;  // preset + overrides, validated
-  uint64_t tokens_per_step() const { return uint64_t(batch) * seq_len * grad_accum; }
-  uint64_t total_steps() const;
-  LrSchedule lr_schedule() const;
+  // world: ranks of a data-parallel run. An optimizer step consumes world *
+  // grad_accum * batch sequences (the global batch); --tokens counts global tokens.
+  uint64_t tokens_per_step(int world = 1) const {
+    return uint64_t(world) * uint64_t(batch) * seq_len * grad_accum;
+  }
+  uint64_t total_steps(int world = 1) const;
+  LrSchedule lr_schedule(int world = 1) const;
   void validate() const;  // throws std::invalid_argument naming the flag
-  nlohmann::json to_json() const;
+  nlohmann::json to_json(int world = 1) const;
+  bool per_rank_sr_seed() const { return sr_seed == "per-rank"; }
 };
 
 }  // namespace srkit

@@ -1,6 +1,7 @@
 // The training loop: data, model, optimizer, schedule, evaluation, telemetry,
-// checkpoints and signals, for one strategy. sr-train runs one Trainer, or one
-// per strategy with --compare.
+// checkpoints and signals, for one strategy, on one rank or data parallel over
+// the ranks of a Communicator (docs/distributed.md). sr-train runs one Trainer,
+// or one per strategy with --compare.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "lib/backend/backend.h"
+#include "lib/comm/communicator.h"
 #include "lib/profiling.h"
 #include "lib/train/train_config.h"
 
@@ -28,24 +30,45 @@ struct RunSummary {
   double bytes_per_param = 0.0;
   uint64_t steps_done = 0;
   uint64_t steps_total = 0;
-  double train_loss = 0.0;  // mean over the last 10 steps
-  double val_loss = -1.0;   // < 0: no validation data
+  // data parallelism: this rank, the world, and the time spent in collectives
+  int rank = 0;
+  int world_size = 1;
+  std::string comm = "single";
+  int zero = 0;
+  std::string sr_seed = "shared";
+  double comm_seconds = 0.0;  // this run's share of Communicator::comm_seconds()
+  double train_loss = 0.0;    // mean over the last 10 steps
+  double val_loss = -1.0;     // < 0: no validation data
   double val_ppl = -1.0;
-  double tokens_per_s = 0.0;
-  double train_seconds = 0.0;  // optimizer steps only (no eval, no checkpoints)
-  MemoryStats memory{};
-  std::string checkpoint;  // last checkpoint written, if any
+  double tokens_per_s = 0.0;                // global: all ranks together
+  double train_seconds = 0.0;               // optimizer steps only (no eval, no checkpoints)
+  MemoryStats memory{};                     // this rank's backend
+  std::vector<size_t> peak_bytes_per_rank;  // every rank's memory.total_peak, rank order
+  std::string checkpoint;                   // last checkpoint written, if any
   std::string log_file;
   std::string sample;           // generated text (bytes; printable form)
   std::vector<double> step_ms;  // wall time of each optimizer step of this run
   PhaseTimers phases;           // forward, backward, optimizer, eval, checkpoint, ...
-  bool interrupted = false;     // stopped by SIGINT/SIGTERM
+  bool interrupted = false;     // stopped by SIGINT/SIGTERM (on any rank)
+  int stop_signal = 0;          // the signal that stopped the run, 0 if none
+  // Replica checks run (every --replica-check steps with world > 1) and the
+  // largest divergence from rank 0 they saw, in ulps of the weight dtype.
+  int replica_checks = 0;
+  uint64_t replica_max_ulps = 0;
+  uint64_t weights_checksum = 0;  // checksum_bytes of this rank's final weights
   nlohmann::json to_json() const;
 };
 
 class Trainer {
  public:
+  // Creates its own communicator from config.comm / config.comm_timeout when run
+  // starts. MPI can be initialised only once per process, so a program that runs
+  // several Trainers in one MPI job creates one communicator and passes it in
+  // (config.comm and config.comm_timeout are then not used). Errors are thrown
+  // on the rank that sees them; errors every rank sees alike (bad config, ranks
+  // that disagree, divergence) are thrown on every rank.
   explicit Trainer(TrainConfig config);
+  Trainer(TrainConfig config, Communicator& comm);
   ~Trainer();
   // Runs to the end, or until a signal (then checkpoints and returns with
   // interrupted = true). Throws std::invalid_argument / std::runtime_error on
@@ -55,11 +78,14 @@ class Trainer {
  private:
   struct State;
   TrainConfig config_;
+  Communicator* comm_ = nullptr;  // given, or owned by state_
   std::unique_ptr<State> state_;
 };
 
 // Installs SIGINT/SIGTERM handlers that ask running Trainers to stop after the
 // current step (the handler only sets a flag). Returns the signal seen, or 0.
+// Data-parallel ranks exchange the flag every step, so a signal to any rank
+// stops all of them after the same step.
 void install_stop_handlers();
 int stop_signal();
 

@@ -1,0 +1,137 @@
+// sr-bench memory: the analytic per-rank memory model (lib/bench/memory_model.h)
+// as a table, optionally checked against a real training step (--measure).
+#include <cstdio>
+#include <string>
+
+#include "apps/sr-bench/subcommand.h"
+#include "lib/bench/bench_run.h"
+#include "lib/bench/list_args.h"
+#include "lib/bench/memory_table.h"
+#include "lib/bench/text_file.h"
+#include "lib/model/gpt_config.h"
+#include "lib/precision.h"
+#include "lib/train/train_config.h"
+
+namespace srkit::bench_app {
+namespace {
+
+struct MemoryArgs {
+  std::string models = "neo-6.7b";
+  TrainConfig shape;  // preset overrides (layers, channels, ...), threads, seed for --measure
+  std::string strategies, worlds = "1", zeros = "0", batches = "1";
+  int seq_len = 0;
+  std::string recompute = "off";
+  std::string device = "cpu";
+  std::string unit = "auto";
+  bool measure = false;
+  std::string csv, json;
+};
+
+constexpr const char* kNotes =
+    "Per rank. weights, grads: the flat buffers (alignment padding included); master, moments,\n"
+    "kahan: the optimizer's arrays for its ZeRO shard; activations: the buffers the model\n"
+    "allocates (GPT::activation_buffers); scratch: the CPU backend's fp32 GEMM workspace (0 on\n"
+    "cuda); comm: the MPI communicator's receive buffer (0 on cuda: NCCL works in place).\n"
+    "ZeRO 2 (gradient shard + one bucket) and recomputation (layer inputs kept, one layer live)\n"
+    "are models only: the engine implements ZeRO 0/1 without recomputation.\n";
+
+// Each preset with the overrides applied (TrainConfig::model_config validates).
+std::vector<GPTConfig> model_configs(const MemoryArgs& a) {
+  std::vector<GPTConfig> out;
+  for (const std::string& name : parse_model_list(a.models, "--models")) {
+    TrainConfig c = a.shape;
+    c.model = name;
+    out.push_back(c.model_config());
+  }
+  return out;
+}
+
+std::vector<bool> recompute_modes(const std::string& mode) {
+  if (mode == "off") return {false};
+  if (mode == "on") return {true};
+  if (mode == "both") return {false, true};
+  throw std::invalid_argument("--recompute: expected off, on or both (got '" + mode + "')");
+}
+
+// One training step per row the engine can run as configured here (one rank,
+// no recomputation), recording the backend's high-water mark.
+void measure_rows(std::vector<MemoryRow>& rows, const MemoryArgs& a) {
+  for (MemoryRow& row : rows) {
+    const MemoryScenario& s = row.scenario;
+    if (s.world != 1 || s.recompute) continue;
+    const BenchRunSettings settings{s.device, a.shape.threads, a.shape.seed};
+    std::fprintf(stderr, "measuring %s %s B=%d T=%d (one step)\n", s.model.name.c_str(),
+                 s.strategy.name.c_str(), s.batch, s.seq_len);
+    row.measured_total =
+        run_bench_training(s.model, s.strategy.name, s.batch, s.seq_len, 1, settings)
+            .memory.total_peak;
+  }
+}
+
+int run_memory(const MemoryArgs& a) {
+  MemoryMatrixOptions o;
+  o.models = model_configs(a);
+  if (!a.strategies.empty()) o.strategies = split_strategy_list(a.strategies, "--strategies");
+  o.worlds = parse_int_list(a.worlds, "--world", 1, 1 << 20);
+  o.zeros = parse_int_list(a.zeros, "--zero", 0, 2);
+  o.batches = parse_int_list(a.batches, "--batches", 1, 1 << 20);
+  o.seq_len = a.seq_len;
+  o.recompute = recompute_modes(a.recompute);
+  o.device = a.device;
+  if (a.unit != "auto" && a.unit != "MiB" && a.unit != "GiB") {
+    throw std::invalid_argument("--unit: expected auto, MiB or GiB (got '" + a.unit + "')");
+  }
+  std::vector<MemoryRow> rows = memory_rows(o);
+  if (a.measure) measure_rows(rows, a);
+  const std::string unit = a.unit == "auto" ? memory_auto_unit(rows) : a.unit;
+  std::printf("%s\n%s", memory_markdown_table(rows, unit).c_str(), kNotes);
+  if (!a.csv.empty()) write_text_file(a.csv, memory_csv(rows), "--csv");
+  if (!a.json.empty()) write_text_file(a.json, memory_json(rows).dump(2) + "\n", "--json");
+  return 0;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+}  // namespace
+
+Subcommand add_memory_command(CLI::App& parent) {
+  auto args = std::make_shared<MemoryArgs>();
+  CLI::App* app = parent.add_subcommand(
+      "memory",
+      "analytic training memory per rank: weights, master, grads, moments, Kahan, activations, "
+      "scratch, communication buffers, and the saving of each strategy against mixed");
+  MemoryArgs& a = *args;
+  app->add_option("--models", a.models, "model presets: " + join(gpt_preset_names()))
+      ->capture_default_str();
+  app->add_option("--layers", a.shape.layers, "override: number of layers");
+  app->add_option("--channels", a.shape.channels, "override: embedding width");
+  app->add_option("--heads", a.shape.heads, "override: attention heads");
+  app->add_option("--vocab", a.shape.vocab, "override: vocabulary size");
+  app->add_option("--max-seq-len", a.shape.max_seq_len, "override: maximum sequence length");
+  app->add_option("--strategies", a.strategies,
+                  "precision strategies (default all: " + join(strategy_preset_names()) + ")");
+  app->add_option("--world", a.worlds, "data-parallel world sizes, e.g. 1,8")
+      ->capture_default_str();
+  app->add_option("--zero", a.zeros, "ZeRO stages: 0, 1, 2 (list)")->capture_default_str();
+  app->add_option("--batches", a.batches, "micro-batch sizes per rank")->capture_default_str();
+  app->add_option("--seq-len", a.seq_len, "tokens per sequence (default: model maximum)");
+  app->add_option("--recompute", a.recompute, "activation recomputation: off, on or both")
+      ->capture_default_str();
+  app->add_option("--device", a.device,
+                  "whose scratch and communication buffers: cpu (MPI) or cuda (NCCL)")
+      ->capture_default_str();
+  app->add_option("--unit", a.unit, "auto, MiB or GiB")->capture_default_str();
+  app->add_flag("--measure", a.measure,
+                "also run one training step of each one-rank row here and show the measured "
+                "backend peak and the model's error");
+  app->add_option("--threads", a.shape.threads, "CPU threads for --measure (0: OpenMP default)");
+  app->add_option("--csv", a.csv, "write the rows as CSV to this file");
+  app->add_option("--json", a.json, "write the rows as JSON to this file");
+  return {app, [args] { return run_memory(*args); }};
+}
+
+}  // namespace srkit::bench_app

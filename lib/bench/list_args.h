@@ -1,0 +1,25 @@
+// Comma-separated list flags of sr-bench (--models, --strategies, --batches ...).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace srkit {
+
+// "a,b,c" -> {a, b, c}. Throws std::invalid_argument naming `flag` on an empty
+// list or an empty item ("a,,b").
+std::vector<std::string> split_list(const std::string& list, const std::string& flag);
+
+// Like split_list, but a strategy spec's own overrides contain commas
+// ("bf16-sr:m=f32,v=f32"), so an item with '=' and no ':' continues the
+// previous spec. Every spec is parsed (strategy_from_string) so a bad one fails
+// here, naming `flag`.
+std::vector<std::string> split_strategy_list(const std::string& list, const std::string& flag);
+
+// Model preset names; throws naming `flag` and listing the presets on an unknown one.
+std::vector<std::string> parse_model_list(const std::string& list, const std::string& flag);
+
+// "1,2,8" -> {1, 2, 8}, each in [min, max]; throws naming `flag` otherwise.
+std::vector<int> parse_int_list(const std::string& list, const std::string& flag, int min, int max);
+
+}  // namespace srkit

@@ -1,0 +1,140 @@
+#include "lib/bench/memory_model.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "lib/model/gpt.h"
+#include "lib/model/param_layout.h"
+
+namespace srkit {
+
+size_t MemoryEstimate::category(MemCategory c) const {
+  switch (c) {
+    case MemCategory::kWeights:
+      return weights;
+    case MemCategory::kMaster:
+      return master;
+    case MemCategory::kGrads:
+      return grads;
+    case MemCategory::kOptState:
+      return moments + kahan;
+    case MemCategory::kActivations:
+      return activations;
+    case MemCategory::kScratch:
+      return scratch;
+    case MemCategory::kCount:
+      break;
+  }
+  return 0;
+}
+
+size_t zero_shard_elements(size_t total, int world) {
+  if (world < 1)
+    throw std::invalid_argument("--world must be >= 1 (got " + std::to_string(world) + ")");
+  const size_t per_rank = (total + size_t(world) - 1) / size_t(world);
+  const size_t aligned = (per_rank + kParamAlign - 1) / kParamAlign * kParamAlign;
+  return std::min(aligned, total);
+}
+
+size_t cpu_gemm_scratch_bytes(const GPTConfig& config, DType dtype, int B, int T) {
+  if (dtype == DType::kF32) return 0;
+  const size_t n = size_t(B) * size_t(T), c = size_t(config.channels);
+  const size_t vp = size_t(config.padded_vocab_size());
+  struct Gemm {
+    size_t in, out;  // C -> OC
+  };
+  const Gemm gemms[] = {{c, 3 * c}, {c, c}, {c, 4 * c}, {4 * c, c}, {c, vp}};
+  size_t a = 0, b = 0, out = 0, acc = 0;
+  for (const Gemm& g : gemms) {
+    a = std::max({a, n * g.in, n * g.out});      // forward input, backward dout
+    b = std::max(b, g.out * g.in);               // the weight, both passes
+    out = std::max({out, n * g.out, n * g.in});  // forward output, backward input
+    acc = std::max({acc, n * g.in, g.out * g.in});
+  }
+  return sizeof(float) * (a + b + out + acc);
+}
+
+namespace {
+
+// Activations with recomputation: every layer's input (L x [B,T,C], the
+// checkpoints), one layer's slice of each per-layer buffer (the layer being
+// recomputed in backward), and the buffers that are not per layer. An upper
+// bound by one [B,T,C] slice: the recomputed layer's output is also the next
+// layer's checkpoint.
+size_t recompute_activation_bytes(const GPTConfig& config, DType dtype, int B, int T) {
+  size_t total = size_t(config.num_layers) * size_t(B) * size_t(T) * size_t(config.channels) *
+                 dtype_size(dtype);
+  for (const ActivationBuffer& b : GPT::activation_buffers(config, dtype, B, T)) {
+    total += b.bytes / size_t(b.layers);
+  }
+  return total;
+}
+
+// ZeRO 2's reduce-scatter bucket: the gradients of the largest single tensor
+// (one layer's slice of a stacked matrix, or the tied embedding wte, whose
+// gradient accumulates until backward ends) wait there before being reduced.
+size_t largest_tensor_elements(const ParamLayout& layout, int layers) {
+  size_t largest = 0;
+  for (const ParamTensor& t : layout.tensors()) {
+    const bool stacked = t.name.rfind("h.", 0) == 0;
+    largest = std::max(largest, stacked ? t.count / size_t(layers) : t.count);
+  }
+  return largest;
+}
+
+}  // namespace
+
+MemoryEstimate estimate_memory(const MemoryScenario& s) {
+  auto require = [](bool ok, const std::string& what) {
+    if (!ok) throw std::invalid_argument(what);
+  };
+  s.model.validate();
+  const int T = s.seq_len == 0 ? s.model.max_seq_len : s.seq_len;
+  require(s.world >= 1, "--world must be >= 1 (got " + std::to_string(s.world) + ")");
+  require(s.zero >= 0 && s.zero <= 2,
+          "--zero must be 0, 1 or 2 (got " + std::to_string(s.zero) + ")");
+  require(s.batch >= 1, "--batches must be >= 1 (got " + std::to_string(s.batch) + ")");
+  require(T >= 1 && T <= s.model.max_seq_len, "--seq-len " + std::to_string(T) + " outside [1, " +
+                                                  std::to_string(s.model.max_seq_len) + "] for " +
+                                                  s.model.name);
+  require(s.device == "cpu" || s.device == "cuda",
+          "--device: expected cpu or cuda (got '" + s.device + "')");
+
+  const ParamLayout layout(s.model);
+  const AdamWArrayBytes per = adamw_array_bytes(s.strategy.rule());
+  const size_t P = layout.total_size();
+  const size_t shard = s.zero == 0 ? P : zero_shard_elements(P, s.world);
+  const DType dt = s.strategy.weights;
+
+  MemoryEstimate e;
+  e.shard_elements = shard;
+  e.weights = P * per.weights;
+  e.master = shard * per.master;
+  e.moments = shard * (per.m + per.v);
+  e.kahan = shard * per.kahan;
+  size_t reduced = P;  // elements one gradient reduction covers
+  if (s.zero == 2) {
+    const size_t bucket = largest_tensor_elements(layout, s.model.num_layers);
+    e.grads = (shard + bucket) * per.grads;
+    reduced = bucket;
+  } else {
+    e.grads = P * per.grads;
+    if (s.zero == 1) reduced = shard * size_t(s.world);
+  }
+  e.activations = s.recompute ? recompute_activation_bytes(s.model, dt, s.batch, T)
+                              : GPT::activation_bytes(s.model, dt, s.batch, T);
+  if (s.device == "cpu") {
+    e.scratch = cpu_gemm_scratch_bytes(s.model, dt, s.batch, T);
+    // The MPI communicator's rank-order reduction receives every rank's block
+    // of this rank's share: W slots of ceil(n / W) elements (one unused).
+    if (s.world > 1) {
+      const size_t block = (reduced + size_t(s.world) - 1) / size_t(s.world);
+      e.comm = size_t(s.world) * block * per.grads;
+    }
+  }
+  return e;
+}
+
+}  // namespace srkit

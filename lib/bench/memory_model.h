@@ -1,0 +1,72 @@
+// An analytic model of training memory per data-parallel rank: for a model
+// shape, precision strategy, world size, ZeRO stage, micro-batch, sequence
+// length and activation recomputation, the bytes of every kind of buffer.
+//
+// Where the engine implements the scenario (ZeRO 0 and 1, no recomputation)
+// the terms are the engine's own allocations, not approximations:
+//   weights, grads      the flat buffers, ParamLayout::total_size() elements
+//                       (alignment padding included) x the weight dtype;
+//   master, moments,    the optimizer's arrays for its shard
+//   kahan               (adamw_array_bytes of the strategy's rule);
+//   activations         GPT::activation_buffers(), the list the model allocates;
+//   scratch             the CPU backend's GEMM workspace (see cpu_gemm_scratch_bytes);
+//   comm                the MPI communicator's receive buffer (CPU ranks) or
+//                       nothing (NCCL reduces in place on GPUs).
+// ZeRO 2 and recomputation are models of what those designs would hold; the
+// engine does not implement them (see estimate_memory for the formulas).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "lib/backend/backend.h"
+#include "lib/model/gpt_config.h"
+#include "lib/precision.h"
+
+namespace srkit {
+
+struct MemoryScenario {
+  GPTConfig model;
+  PrecisionStrategy strategy;
+  int world = 1;               // data-parallel ranks
+  int zero = 0;                // 0 replicated; 1 optimizer state sharded; 2 also gradients
+  int batch = 1;               // micro-batch: sequences per rank per forward
+  int seq_len = 0;             // tokens per sequence; 0 = the model's maximum
+  bool recompute = false;      // activation recomputation (layer inputs checkpointed)
+  std::string device = "cpu";  // whose scratch and communication buffers: cpu or cuda
+};
+
+struct MemoryEstimate {
+  size_t weights = 0, master = 0, grads = 0, moments = 0, kahan = 0;
+  size_t activations = 0, scratch = 0, comm = 0;
+  size_t shard_elements = 0;  // flat elements this rank's optimizer updates
+
+  // What Backend::allocate() accounts (Backend::memory() without scratch).
+  size_t accounted() const { return weights + master + grads + moments + kahan + activations; }
+  // Backend::memory().total_peak: accounted() + scratch.
+  size_t backend_total() const { return accounted() + scratch; }
+  size_t total() const { return backend_total() + comm; }
+  // The term(s) the backend reports under category c (kOptState = moments + kahan).
+  size_t category(MemCategory c) const;
+};
+
+// Throws std::invalid_argument naming the flag (--world, --zero, --batches,
+// --seq-len, --device) on an impossible scenario.
+MemoryEstimate estimate_memory(const MemoryScenario& scenario);
+
+// Elements of the largest ZeRO shard (rank 0's) when `total` flat elements are
+// split over `world` ranks in whole kParamAlign groups, so no 8-element Philox
+// group is split; the last shard may be shorter.
+size_t zero_shard_elements(size_t total, int world);
+
+// The CPU backend's GEMM scratch high-water mark for one training step. bf16
+// GEMMs widen their operands into fp32 workspace slots and multiply into fp32
+// (kernels/cpu/ops_matmul.cpp): slot A holds the input (forward) or dout
+// (backward), B the weight, C the output (forward) or the input (backward), Acc
+// the backward products; each slot grows to its largest use and is kept, so the
+// peak is 4 bytes x the sum of the four maxima over the model's GEMMs
+// (N = B*T rows; C->3C, C->C, C->4C, 4C->C, C->Vp). fp32 GEMMs use the
+// arrays directly: 0.
+size_t cpu_gemm_scratch_bytes(const GPTConfig& config, DType dtype, int B, int T);
+
+}  // namespace srkit

@@ -1,0 +1,77 @@
+// sr-bench train: a matrix of model presets x micro-batch sizes x precision
+// strategies, each cell a short training run through the real training loop
+// (srkit::Trainer on synthetic data): warm-up steps, then timed steps.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "lib/backend/backend.h"
+#include "lib/bench/peak.h"
+
+namespace srkit {
+
+struct TrainMatrixOptions {
+  std::vector<std::string> models{"tiny"};
+  std::vector<std::string> strategies;  // empty: every preset
+  std::vector<int> batches{4};
+  int seq_len = 0;  // 0: each model's maximum, at most kDefaultSeqLen
+  int steps = 5;    // timed optimizer steps per cell
+  int warmup = 2;   // untimed steps before them
+  std::string device = "cpu";
+  int threads = 0;             // 0: OpenMP default
+  size_t mem_limit_bytes = 0;  // planted allocation limit; 0: none
+  double peak_gflops = 0.0;    // > 0 overrides the measured / datasheet peak
+  uint64_t seed = 1337;
+
+  static constexpr int kDefaultSeqLen = 256;
+  // The sequence length cells of `model` run at.
+  int seq_len_for(int model_max_seq_len) const;
+  // Throws std::invalid_argument naming the flag; fills in default strategies.
+  void validate_and_complete();
+};
+
+struct CellResult {
+  std::string model, strategy;
+  int batch = 0, seq_len = 0;
+  std::string status = "ok";  // ok | OOM | diverged
+  std::string message;        // why, when not ok
+  size_t num_params = 0;
+  double state_bytes_per_param = 0.0;  // measured (weights+master+grads+opt state) / params
+  double step_flops = 0.0;             // lib/bench/flops.h
+  double ms_median = 0.0, ms_min = 0.0, ms_max = 0.0;  // timed steps only
+  double tokens_per_s = 0.0, gflops = 0.0, mfu = 0.0;  // at the median step
+  MemoryStats memory{};                                // backend accounting, peak by category
+  size_t rss_peak_bytes = 0;                           // VmHWM
+  int timed_steps = 0;
+  // Mean ms per step of each phase (forward, backward, optimizer, communication
+  // ...) over all steps of the cell, warm-up included: the Trainer's timers
+  // cover the whole run.
+  std::map<std::string, double> phase_ms;
+  double phase_step_ms = 0.0;  // mean step time over the same steps
+  // Against the `mixed` cell of the same model and batch; < 0: none to compare.
+  double speedup_vs_mixed = -1.0;  // mixed's median ms / this median ms
+  double memory_vs_mixed = -1.0;   // this peak / mixed's peak (backend total)
+  bool ok() const { return status == "ok"; }
+};
+
+struct TrainMatrixResult {
+  TrainMatrixOptions options;
+  std::string backend;  // Backend::description()
+  PeakRate peak;
+  bool rss_per_cell = false;  // VmHWM reset before each cell (else cumulative)
+  std::vector<CellResult> cells;
+};
+
+// Runs every cell (models, then batches, then strategies), one progress line
+// per cell start and end on `progress` (may be null). A cell over the planted
+// limit (or out of host memory) is reported "OOM" and the rest still run.
+TrainMatrixResult run_train_matrix(TrainMatrixOptions options, std::FILE* progress);
+
+// Fills speedup_vs_mixed / memory_vs_mixed from the matrix's mixed cells.
+void compare_with_mixed(std::vector<CellResult>& cells);
+
+}  // namespace srkit

@@ -1,0 +1,187 @@
+// The CUDA AdamW step against the CPU one: every stored bit equal for every
+// preset (and SR-moment variants), telemetry counts equal, sums equal to
+// rounding. Skips with the reason when no CUDA device is present.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/common/adamw.h"
+#include "kernels/cpu/adamw.h"
+#include "kernels/cuda/adamw.h"
+#include "kernels/cuda/device.h"
+#include "lib/precision.h"
+
+namespace {
+
+using namespace srkit;
+
+// The six presets plus the SR moment paths and every weight mode with bf16 moments.
+const std::vector<std::string> kSpecs = {
+    "fp32",
+    "mixed",
+    "bf16",
+    "bf16-sr",
+    "bf16-kahan",
+    "bf16-rem16",
+    "bf16-sr:mround=sr,vround=sr",
+    "fp32:m=bf16,v=bf16,mround=sr,vround=sr",
+    "mixed:m=bf16,v=bf16,vround=sr",
+    "bf16-rem16:m=bf16,mround=sr",
+};
+
+// The six arrays of a rule as raw host bytes, filled with GPT-like values.
+struct HostArrays {
+  HostArrays(const AdamWRule& r, size_t n, uint64_t seed) {
+    const AdamWArrayBytes b = adamw_array_bytes(r);
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    auto fill = [&](std::vector<uint8_t>& buf, size_t es, DType t, auto value) {
+      buf.resize(es * n);
+      for (size_t i = 0; i < n; ++i) {
+        const float x = value(i);
+        if (t == DType::kF32) {
+          std::memcpy(buf.data() + 4 * i, &x, 4);
+        } else {
+          const bf16 h = float_to_bf16_rn(x);
+          std::memcpy(buf.data() + 2 * i, &h, 2);
+        }
+      }
+    };
+    fill(arrays[0], b.weights, r.weights,
+         [&](size_t i) { return (i % 5 == 0 ? 1.0f : 0.0f) + 0.05f * normal(rng); });
+    fill(arrays[1], b.grads, r.weights,
+         [&](size_t i) { return i % 11 ? 1e-2f * normal(rng) : 0.f; });
+    fill(arrays[3], b.m, r.m, [&](size_t) { return 1e-3f * normal(rng); });
+    fill(arrays[4], b.v, r.v, [&](size_t) {
+      const float s = 1e-2f * normal(rng);
+      return s * s;
+    });
+    if (r.master == MasterKind::kF32) {  // master near the weights, w = RN(master)
+      fill(arrays[2], 4, DType::kF32, [&](size_t i) {
+        bf16 w;
+        std::memcpy(&w, arrays[0].data() + 2 * i, 2);
+        return bf16_to_float(w) + 1e-4f * normal(rng);
+      });
+    } else if (r.master == MasterKind::kRem16) {  // any 16-bit remainder is a valid master
+      arrays[2].resize(2 * n);
+      for (size_t i = 0; i < n; ++i) {
+        const int16_t rem = int16_t(rng());
+        std::memcpy(arrays[2].data() + 2 * i, &rem, 2);
+      }
+    }
+    if (r.kahan) fill(arrays[5], 2, DType::kBF16, [&](size_t) { return 1e-5f * normal(rng); });
+  }
+  AdamWBuffers buffers(size_t offset, const AdamWArrayBytes& b) {
+    const size_t es[6] = {b.weights, b.grads, b.master, b.m, b.v, b.kahan};
+    void* p[6];
+    for (int k = 0; k < 6; ++k)
+      p[k] = arrays[k].empty() ? nullptr : arrays[k].data() + offset * es[k];
+    return {p[0], p[1], p[2], p[3], p[4], p[5]};
+  }
+  std::vector<uint8_t> arrays[6];  // weights, grads, master, m, v, kahan
+};
+
+// Device copies of HostArrays.
+struct DeviceArrays {
+  explicit DeviceArrays(const HostArrays& h) {
+    for (int k = 0; k < 6; ++k) {
+      bytes[k] = h.arrays[k].size();
+      if (!bytes[k]) continue;
+      ptr[k] = cuda::device_malloc(bytes[k]);
+      cuda::copy_to_device(ptr[k], h.arrays[k].data(), bytes[k]);
+    }
+  }
+  ~DeviceArrays() {
+    for (void* p : ptr) {
+      if (p) cuda::device_free(p);
+    }
+  }
+  DeviceArrays(const DeviceArrays&) = delete;
+  DeviceArrays& operator=(const DeviceArrays&) = delete;
+  AdamWBuffers buffers() const { return {ptr[0], ptr[1], ptr[2], ptr[3], ptr[4], ptr[5]}; }
+  std::vector<uint8_t> download(int k) const {
+    std::vector<uint8_t> out(bytes[k]);
+    if (bytes[k]) cuda::copy_to_host(out.data(), ptr[k], bytes[k]);
+    return out;
+  }
+  void* ptr[6] = {};
+  size_t bytes[6] = {};
+};
+
+AdamWHyper hyper(uint64_t step) {
+  AdamWHyper h{};
+  h.lr = 1e-3f;
+  h.beta1 = 0.9f;
+  h.beta2 = 0.95f;
+  h.eps = 1e-8f;
+  h.weight_decay = 0.1f;
+  h.bias_correction1 = 1.0f - std::pow(h.beta1, float(step));
+  h.bias_correction2 = 1.0f - std::pow(h.beta2, float(step));
+  h.grad_scale = 0.75f;
+  h.seed = 0xC0FFEE;
+  h.step = step;
+  return h;
+}
+
+class AdamWGpu : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    std::string reason;
+    if (!cuda::device_available(&reason)) GTEST_SKIP() << reason;
+  }
+};
+
+TEST_P(AdamWGpu, BitIdenticalToCpu) {
+  const AdamWRule rule = strategy_from_string(GetParam()).rule();
+  const AdamWArrayBytes b = adamw_array_bytes(rule);
+  // A shard [begin, n) starting mid SR group, several thread blocks, three
+  // segments with boundaries inside groups and inside warp tiles.
+  const size_t n = 1000003, begin = 13;
+  const std::vector<ParamSegment> segs = {
+      {0, 100001, true}, {100001, 499, false}, {100500, 400000, true}, {500500, n - 500500, false}};
+  HostArrays host(rule, n - begin, 7);
+  DeviceArrays device(host);
+  for (uint64_t step = 1; step <= 3; ++step) {
+    const AdamWHyper h = hyper(step);
+    AdamWTelemetry tc, tg;
+    cpu::adamw_step(rule, host.buffers(0, b), segs.data(), segs.size(), begin, n, h, &tc);
+    cuda::adamw_step(rule, device.buffers(), segs.data(), segs.size(), begin, n, h,
+                     step == 2 ? nullptr : &tg);
+    const char* names[6] = {"weights", "grads", "master", "m", "v", "kahan"};
+    for (int k = 0; k < 6; ++k) {
+      EXPECT_TRUE(device.download(k) == host.arrays[k]) << names[k] << " differ at step " << step;
+    }
+    if (step == 2) continue;  // the no-telemetry path
+    EXPECT_EQ(tg.n, tc.n);
+    EXPECT_EQ(tg.nonzero, tc.nonzero);
+    EXPECT_EQ(tg.erased, tc.erased);
+    EXPECT_EQ(tg.m_stalled, tc.m_stalled);
+    EXPECT_EQ(tg.v_stalled, tc.v_stalled);
+    EXPECT_NEAR(tg.update_sq, tc.update_sq, 1e-10 * tc.update_sq);
+    EXPECT_NEAR(tg.weight_sq, tc.weight_sq, 1e-10 * tc.weight_sq);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, AdamWGpu, ::testing::ValuesIn(kSpecs),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string name;
+                           for (char c : info.param) name += std::isalnum(c) ? c : '_';
+                           return name;
+                         });
+
+TEST(AdamWGpuCalls, RejectsMalformedCallsWithoutTouchingTheDevice) {
+  // Validation runs on the host first, so this holds with or without a GPU.
+  const AdamWRule rule = strategy_from_string("bf16-sr").rule();
+  const std::vector<ParamSegment> segs = {{0, 10, true}};
+  AdamWBuffers none{};
+  EXPECT_THROW(cuda::adamw_step(rule, none, segs.data(), 1, 0, 10, hyper(1), nullptr),
+               std::invalid_argument);
+  EXPECT_THROW(cuda::adamw_step(rule, none, segs.data(), 1, 0, 20, hyper(1), nullptr),
+               std::invalid_argument);
+}
+
+}  // namespace

@@ -1,0 +1,158 @@
+// Precision strategies (lib/precision.h): the presets of DESIGN.md's table, the
+// "PRESET[:key=value,...]" override syntax, and every way a spec can be wrong.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "lib/precision.h"
+
+namespace {
+
+using namespace srkit;
+
+TEST(Precision, PresetNames) {
+  const std::vector<std::string> want = {"fp32",    "mixed",      "bf16",
+                                         "bf16-sr", "bf16-kahan", "bf16-rem16"};
+  EXPECT_EQ(strategy_preset_names(), want);
+  for (const std::string& name : want) EXPECT_EQ(strategy_from_string(name).name, name);
+}
+
+TEST(Precision, BytesPerParamAsInDesign) {
+  EXPECT_EQ(strategy_from_string("fp32").bytes_per_param(), 16.0);
+  EXPECT_EQ(strategy_from_string("mixed").bytes_per_param(), 16.0);  // 2+4+2+4+4
+  EXPECT_EQ(strategy_from_string("bf16").bytes_per_param(), 8.0);
+  EXPECT_EQ(strategy_from_string("bf16-sr").bytes_per_param(), 8.0);
+  EXPECT_EQ(strategy_from_string("bf16-kahan").bytes_per_param(), 10.0);
+  EXPECT_EQ(strategy_from_string("bf16-rem16").bytes_per_param(), 14.0);  // 2+2+2+4+4
+}
+
+TEST(Precision, PresetComponents) {
+  const PrecisionStrategy fp32 = strategy_from_string("fp32");
+  EXPECT_EQ(fp32.weights, DType::kF32);
+  EXPECT_EQ(fp32.master, MasterKind::kNone);
+  EXPECT_EQ(fp32.m, DType::kF32);
+  EXPECT_EQ(fp32.v, DType::kF32);
+
+  const PrecisionStrategy mixed = strategy_from_string("mixed");
+  EXPECT_EQ(mixed.weights, DType::kBF16);
+  EXPECT_EQ(mixed.master, MasterKind::kF32);
+  EXPECT_EQ(mixed.m, DType::kF32);
+
+  const AdamWRule sr = strategy_from_string("bf16-sr").rule();
+  EXPECT_EQ(sr.weights, DType::kBF16);
+  EXPECT_TRUE(sr.weight_sr);
+  EXPECT_FALSE(sr.m_sr || sr.v_sr || sr.kahan);
+  EXPECT_EQ(sr.m, DType::kBF16);
+
+  const AdamWRule rn = strategy_from_string("bf16").rule();
+  EXPECT_FALSE(rn.weight_sr);
+
+  const AdamWRule kahan = strategy_from_string("bf16-kahan").rule();
+  EXPECT_TRUE(kahan.kahan);
+  EXPECT_FALSE(kahan.weight_sr);
+
+  const AdamWRule rem16 = strategy_from_string("bf16-rem16").rule();
+  EXPECT_EQ(rem16.master, MasterKind::kRem16);
+  EXPECT_EQ(rem16.m, DType::kF32);
+  EXPECT_EQ(rem16.v, DType::kF32);
+}
+
+TEST(Precision, Describe) {
+  EXPECT_EQ(strategy_from_string("bf16-sr").describe(),
+            "w=bf16 master=none g=bf16 m=bf16(rn) v=bf16(rn) update=sr");
+  EXPECT_EQ(strategy_from_string("fp32").describe(),
+            "w=f32 master=none g=f32 m=f32 v=f32 update=f32");
+  EXPECT_EQ(strategy_from_string("mixed").describe(),
+            "w=bf16 master=f32 g=bf16 m=f32 v=f32 update=rn(master)");
+  EXPECT_EQ(strategy_from_string("bf16-kahan").describe(),
+            "w=bf16 master=none g=bf16 m=bf16(rn) v=bf16(rn) kahan=bf16 update=rn+kahan");
+  EXPECT_EQ(strategy_from_string("bf16-rem16").describe(),
+            "w=bf16 master=rem16 g=bf16 m=f32 v=f32 update=rn(rem16)");
+  EXPECT_EQ(strategy_from_string("bf16:vround=sr").describe(),
+            "w=bf16 master=none g=bf16 m=bf16(rn) v=bf16(sr) update=rn");
+}
+
+TEST(Precision, Overrides) {
+  PrecisionStrategy s = strategy_from_string("bf16-sr:v=f32");
+  EXPECT_EQ(s.name, "bf16-sr:v=f32");
+  EXPECT_EQ(s.v, DType::kF32);
+  EXPECT_EQ(s.bytes_per_param(), 10.0);
+  EXPECT_EQ(s.weight_rounding, Rounding::kStochastic);
+
+  s = strategy_from_string("bf16:update=sr,mround=sr,vround=sr");
+  const AdamWRule r = s.rule();
+  EXPECT_TRUE(r.weight_sr && r.m_sr && r.v_sr);
+
+  s = strategy_from_string("bf16:kahan=on");
+  EXPECT_TRUE(s.kahan);
+  EXPECT_EQ(s.bytes_per_param(), 10.0);
+
+  s = strategy_from_string("mixed:master=rem16");  // the bf16-rem16 preset, spelled out
+  EXPECT_EQ(s.bytes_per_param(), strategy_from_string("bf16-rem16").bytes_per_param());
+
+  s = strategy_from_string("fp32:m=bf16,v=bf16,mround=sr");
+  EXPECT_EQ(s.bytes_per_param(), 12.0);
+  EXPECT_TRUE(s.rule().m_sr);
+
+  s = strategy_from_string("bf16-kahan:kahan=off");
+  EXPECT_FALSE(s.kahan);
+
+  s = strategy_from_string("mixed:master=none,w=f32");  // keys apply before validation
+  EXPECT_EQ(s.weights, DType::kF32);
+  EXPECT_EQ(s.master, MasterKind::kNone);
+}
+
+// The message names the spec and the problem, on one line.
+void expect_rejected(const std::string& spec, const std::string& needle) {
+  try {
+    strategy_from_string(spec);
+    ADD_FAILURE() << spec << ": no exception, expected one mentioning \"" << needle << "\"";
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("\"" + spec + "\""), std::string::npos) << what;
+    EXPECT_NE(what.find(needle), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+}
+
+TEST(Precision, SyntaxErrors) {
+  expect_rejected("bf17", "unknown preset \"bf17\"");
+  expect_rejected("", "unknown preset \"\"");
+  expect_rejected("bf16:", "nothing after ':'");
+  expect_rejected("bf16:v", "\"v\" is not key=value");
+  expect_rejected("bf16:=f32", "\"=f32\" is not key=value");
+  expect_rejected("bf16:v=f32,", "\"\" is not key=value");
+  expect_rejected("bf16:speed=fast", "unknown key \"speed\"");
+  expect_rejected("bf16:v=f32,v=bf16", "key \"v\" given twice");
+  expect_rejected("bf16:w=f16", "w must be f32 or bf16, got \"f16\"");
+  expect_rejected("bf16:m=fp32", "m must be f32 or bf16");
+  expect_rejected("bf16:v=", "v must be f32 or bf16, got \"\"");
+  expect_rejected("bf16:master=yes", "master must be none, f32 or rem16");
+  expect_rejected("bf16:update=stochastic", "update must be rn or sr");
+  expect_rejected("bf16:mround=up", "mround must be rn or sr");
+  expect_rejected("bf16:vround=RN", "vround must be rn or sr");
+  expect_rejected("bf16:kahan=1", "kahan must be on or off");
+}
+
+TEST(Precision, MeaninglessCombinations) {
+  expect_rejected("fp32:master=f32", "f32 weights cannot have a master");
+  expect_rejected("fp32:kahan=on", "f32 weights cannot have a Kahan");
+  expect_rejected("fp32:update=sr", "update=sr does not apply");
+  expect_rejected("mixed:kahan=on", "Kahan compensation is meaningless with master weights");
+  expect_rejected("bf16-rem16:kahan=on", "meaningless with master");
+  expect_rejected("mixed:update=sr", "rounded to nearest from it");
+  expect_rejected("bf16-sr:kahan=on", "update=rn");
+  expect_rejected("bf16:m=f32,mround=sr", "mround=sr needs m=bf16");
+  expect_rejected("bf16-rem16:vround=sr", "vround=sr needs v=bf16");
+}
+
+TEST(Precision, RuleRejectsInconsistentHandBuiltStrategy) {
+  PrecisionStrategy s;  // defaults: bf16, SR
+  s.name = "custom";
+  EXPECT_TRUE(s.rule().weight_sr);
+  s.master = MasterKind::kF32;  // SR weights with a master
+  EXPECT_THROW(s.rule(), std::invalid_argument);
+}
+
+}  // namespace
