@@ -330,6 +330,9 @@ struct ElementByElement {
   }
 };
 
+// The CPU sums squares in fp32 within a tile (fp64 across tiles): ~1e-6 relative.
+constexpr double kSumRel = 1e-5;
+
 void expect_telemetry_eq(const AdamWTelemetry& got, const AdamWTelemetry& want, double rel) {
   EXPECT_EQ(got.n, want.n);
   EXPECT_EQ(got.nonzero, want.nonzero);
@@ -355,7 +358,7 @@ TEST_P(AdamWSpec, FusedPassEqualsElementByElement) {
     ElementByElement ref{single.at(begin), segs, begin, n, h};
     adamw_dispatch(rule, ref);
     ASSERT_TRUE(fused.same_bits(single)) << "step " << step;
-    expect_telemetry_eq(tel, ref.tel, 1e-12);
+    expect_telemetry_eq(tel, ref.tel, kSumRel);
     EXPECT_GT(tel.nonzero, 0u);
   }
 }
@@ -402,7 +405,7 @@ TEST_P(AdamWSpec, ShardInvariant) {
     both.v_stalled += hi.v_stalled;
     both.update_sq += hi.update_sq;
     both.weight_sq += hi.weight_sq;
-    expect_telemetry_eq(both, all, 1e-12);
+    expect_telemetry_eq(both, all, kSumRel);
   }
 }
 
@@ -458,7 +461,7 @@ TEST(AdamWNumerics, SrUpdateIsUnbiasedWhereRnErasesIt) {
   EXPECT_EQ(tel_rn.erased, n);
   EXPECT_EQ(tel_sr.erased, n);
   EXPECT_EQ(tel_rn.nonzero, n);
-  EXPECT_NEAR(tel_sr.update_sq, double(n) * update * update, 1e-6 * double(n) * update * update);
+  EXPECT_NEAR(tel_sr.update_sq, double(n) * update * update, kSumRel * double(n) * update * update);
 }
 
 TEST(AdamWNumerics, BF16MomentsStallUnderRn) {

@@ -9,12 +9,23 @@
 
 #include "apps/sr-audit/subcommand.h"
 
+namespace srkit::audit_app {  // defined in the *_command.cpp files beside cast's
+Subcommand add_accumulate_command(CLI::App& parent);
+Subcommand add_rng_command(CLI::App& parent);
+Subcommand add_run_command(CLI::App& parent);
+Subcommand add_plot_command(CLI::App& parent);
+}  // namespace srkit::audit_app
+
 int main(int argc, char** argv) {
   using srkit::audit_app::Subcommand;
   CLI::App app{"sr-audit: rounding-error statistics"};
   app.set_version_flag("--version", std::string("sr-audit ") + SRKIT_VERSION);
   app.require_subcommand(1);
-  const std::vector<Subcommand> commands = {srkit::audit_app::add_cast_command(app)};
+  const std::vector<Subcommand> commands = {
+      srkit::audit_app::add_cast_command(app), srkit::audit_app::add_accumulate_command(app),
+      srkit::audit_app::add_rng_command(app),  srkit::audit_app::add_run_command(app),
+      srkit::audit_app::add_plot_command(app),
+  };
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {  // --help, --version

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "lib/bench/list_args.h"
 #include "lib/precision.h"
 #include "lib/train/trainer.h"
 
@@ -62,18 +63,6 @@ void write_json(const std::string& path, const nlohmann::json& j) {
   f << j.dump(2) << "\n";
 }
 
-std::vector<std::string> split_list(const std::string& list) {
-  std::vector<std::string> items;
-  std::stringstream ss(list);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (item.empty())
-      throw std::invalid_argument("--compare: empty strategy name in '" + list + "'");
-    items.push_back(item);
-  }
-  return items;
-}
-
 }  // namespace
 
 int run_single(const TrainConfig& config, Communicator& comm, const std::string& json_path) {
@@ -92,18 +81,8 @@ int run_single(const TrainConfig& config, Communicator& comm, const std::string&
 
 int run_compare(const TrainConfig& config, Communicator& comm, const std::string& strategies,
                 const std::string& json_path) {
-  // Overrides may contain commas (bf16-sr:m=f32,v=f32), so a new item starts
-  // only where a preset name starts.
-  std::vector<std::string> names;
-  for (const std::string& item : split_list(strategies)) {
-    if (!names.empty() && item.find('=') != std::string::npos &&
-        item.find(':') == std::string::npos) {
-      names.back() += "," + item;
-    } else {
-      names.push_back(item);
-    }
-  }
-  for (const std::string& n : names) (void)strategy_from_string(n);  // fail before training
+  // Overrides may contain commas (bf16-sr:m=f32,v=f32); validated before any training.
+  const std::vector<std::string> names = split_strategy_list(strategies, "--compare");
   TrainConfig base = config;
   base.validate();
   std::vector<RunSummary> runs;

@@ -100,6 +100,14 @@ void add_flags(CLI::App& app, srkit::TrainConfig& c, std::string& compare, std::
   app.add_option("--replica-check", c.replica_check,
                  "steps between checks that all ranks hold identical weights (0: never)")
       ->capture_default_str();
+  app.add_option("--shadow-fp32", c.shadow_fp32,
+                 "keep an unrounded fp32 copy of K sampled parameters and log the drift of the "
+                 "real weights from it (0: off)")
+      ->type_name("K")
+      ->capture_default_str();
+  app.add_option("--shadow-every", c.shadow_every, "steps between shadow drift log lines")
+      ->type_name("N")
+      ->capture_default_str();
   app.add_option("--json", json, "write the summary (or comparison) as JSON to this file");
 }
 

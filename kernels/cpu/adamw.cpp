@@ -134,12 +134,14 @@ struct TileBits {
   TileBits offset(size_t k) const { return {w + k, m + k, v + k}; }
 };
 
-// Telemetry terms of one element into per-tile accumulators (a tile has fewer
-// than 2^32 elements, so 32-bit counts: 8 per vector).
-inline void tally(float update, float w, bool m_stalled, bool v_stalled, double& usq, double& wsq,
+// Telemetry terms of one element into per-tile accumulators: fp32 sums and
+// 32-bit counts, 8 to a vector (fp64 lanes cost a tenth of the telemetry pass).
+// A tile has at most kTile elements, so each SIMD lane sums a few dozen terms
+// (relative error ~1e-6); tiles and chunks then add up in fp64.
+inline void tally(float update, float w, bool m_stalled, bool v_stalled, float& usq, float& wsq,
                   uint32_t& nonzero, uint32_t& erased, uint32_t& ms, uint32_t& vs) {
-  usq += double(update) * double(update);
-  wsq += double(w) * double(w);
+  usq += update * update;
+  wsq += w * w;
   nonzero += update != 0.0f;
   erased += adamw_erased(update, w);
   ms += m_stalled;
@@ -152,7 +154,7 @@ void element_loop(const AdamWArrays<WM, MM, VM>& t, TileBits b, size_t n, const 
                   Sums& sums) {
   using A = AdamWArrays<WM, MM, VM>;
   const AdamWHyper h = hyper;  // a local copy: stores through the arrays cannot alias it
-  double usq = 0, wsq = 0;
+  float usq = 0, wsq = 0;
   uint32_t nonzero = 0, erased = 0, ms = 0, vs = 0;
 #pragma omp simd reduction(+ : usq, wsq, nonzero, erased, ms, vs)
   for (size_t k = 0; k < n; ++k) {
@@ -195,7 +197,7 @@ void pair_loop(const AdamWArrays<WM, MM, VM>& t, TileBits b, size_t npairs, cons
   void* aux = nullptr;  // rem16 remainders or Kahan compensations
   if constexpr (WM == AdamWWeightMode::kRem16) aux = t.master;
   if constexpr (WM == AdamWWeightMode::kKahan) aux = t.kahan;
-  double usq = 0, wsq = 0;
+  float usq = 0, wsq = 0;
   uint32_t nonzero = 0, erased = 0, ms = 0, vs = 0;
 #pragma omp simd reduction(+ : usq, wsq, nonzero, erased, ms, vs)
   for (size_t k = 0; k < npairs; ++k) {

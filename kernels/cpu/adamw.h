@@ -16,7 +16,9 @@ namespace srkit::cpu {
 // that cover at least [0, end), each saying whether weight decay applies.
 // Telemetry (nullable) is summed over fixed 64K-element chunks of [begin, end)
 // added in order, so it, like every stored bit, does not depend on the thread
-// count. Throws std::invalid_argument on a malformed call (adamw_check_call).
+// count; sums of squares are fp32 within 512-element tiles and fp64 beyond
+// (~1e-6 relative). Throws std::invalid_argument on a malformed call
+// (adamw_check_call).
 void adamw_step(const AdamWRule& rule, const AdamWBuffers& buffers, const ParamSegment* segs,
                 size_t nseg, size_t begin, size_t end, const AdamWHyper& hyper,
                 AdamWTelemetry* telemetry);

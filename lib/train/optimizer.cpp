@@ -6,6 +6,22 @@
 
 namespace srkit {
 
+AdamWHyper make_adamw_hyper(uint64_t step, float lr, const AdamWSettings& s, float grad_scale,
+                            uint64_t seed) {
+  AdamWHyper h{};
+  h.lr = lr;
+  h.beta1 = s.beta1;
+  h.beta2 = s.beta2;
+  h.eps = s.eps;
+  h.weight_decay = s.weight_decay;
+  h.bias_correction1 = float(1.0 - std::pow(double(s.beta1), double(step)));
+  h.bias_correction2 = float(1.0 - std::pow(double(s.beta2), double(step)));
+  h.grad_scale = grad_scale;
+  h.seed = seed;
+  h.step = step;
+  return h;
+}
+
 Optimizer::Optimizer(GPT& model, const PrecisionStrategy& strategy, uint64_t seed, size_t begin,
                      size_t end)
     : model_(model),
@@ -67,17 +83,7 @@ OptimizerStepResult Optimizer::step(uint64_t step, float lr, const AdamWSettings
   if (s.grad_clip > 0.0f && grad_norm > double(s.grad_clip)) {
     result.clip_scale = float(double(s.grad_clip) / grad_norm);
   }
-  AdamWHyper h{};
-  h.lr = lr;
-  h.beta1 = s.beta1;
-  h.beta2 = s.beta2;
-  h.eps = s.eps;
-  h.weight_decay = s.weight_decay;
-  h.bias_correction1 = float(1.0 - std::pow(double(s.beta1), double(step)));
-  h.bias_correction2 = float(1.0 - std::pow(double(s.beta2), double(step)));
-  h.grad_scale = result.clip_scale;
-  h.seed = seed_;
-  h.step = step;
+  const AdamWHyper h = make_adamw_hyper(step, lr, s, result.clip_scale, seed_);
 
   const size_t es = dtype_size(model_.dtype());
   AdamWBuffers buf{};

@@ -22,6 +22,12 @@ struct AdamWSettings {
   float grad_clip = 1.0f;  // global-norm clip; <= 0 disables
 };
 
+// The kernel's hyper-parameters for a 1-based step: bias corrections computed
+// in double, then rounded once to float. The optimizer and the shadow-FP32 probe
+// both use it, so the probe's reference follows exactly the same arithmetic.
+AdamWHyper make_adamw_hyper(uint64_t step, float lr, const AdamWSettings& settings,
+                            float grad_scale, uint64_t seed);
+
 struct OptimizerStepResult {
   double grad_norm = 0.0;   // before clipping
   float clip_scale = 1.0f;  // factor applied to the gradients

@@ -72,6 +72,8 @@ void TrainConfig::validate() const {
   require(sr_seed == "shared" || sr_seed == "per-rank",
           "--sr-seed must be shared or per-rank (got '" + sr_seed + "')");
   require(replica_check >= 0, "--replica-check must be >= 0 (0: never)");
+  require(shadow_fp32 >= 0, "--shadow-fp32 must be >= 0 (0: off)");
+  require(shadow_every >= 1, "--shadow-every must be >= 1");
 }
 
 nlohmann::json TrainConfig::to_json(int world) const {

@@ -62,6 +62,10 @@ struct TrainConfig {
   std::string sr_seed = "shared";  // shared | per-rank (diagnostic: replicas drift apart)
   int replica_check = 100;         // steps between replica checksum checks; 0 = never
 
+  // Shadow-FP32 drift probe (lib/train/shadow_probe.h), rank 0 only
+  int shadow_fp32 = 0;    // sampled parameters with an unrounded fp32 copy; 0 = off
+  int shadow_every = 10;  // steps between {"type":"shadow"} log lines
+
   GPTConfig model_config() const;  // preset + overrides, validated
   // world: ranks of a data-parallel run. An optimizer step consumes world *
   // grad_accum * batch sequences (the global batch); --tokens counts global tokens.

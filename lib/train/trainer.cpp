@@ -27,6 +27,7 @@
 #include "lib/train/optimizer.h"
 #include "lib/train/rank_agreement.h"
 #include "lib/train/replica_check.h"
+#include "lib/train/shadow_probe.h"
 
 namespace srkit {
 
@@ -98,7 +99,8 @@ struct Trainer::State {
   DataSplits data;
   std::unique_ptr<BatchSampler> sampler;
   std::unique_ptr<EvalWindows> eval;
-  std::ofstream log;  // rank 0 only
+  std::ofstream log;                    // rank 0 only
+  std::unique_ptr<ShadowProbe> shadow;  // rank 0 only, --shadow-fp32
   PhaseTimers timers;
 };
 
@@ -199,6 +201,11 @@ RunSummary Trainer::run() {
                    static_cast<unsigned long long>(start_step));
   }
   check_ranks_agree_on_start(comm, start_step);
+  if (lead && c.shadow_fp32 > 0) {  // after a resume, so the shadows start from its weights
+    s.shadow = std::make_unique<ShadowProbe>(s.model->layout(), c.shadow_fp32, c.seed,
+                                             s.optimizer->begin(), s.optimizer->end());
+    s.shadow->init(*s.model, *s.optimizer);
+  }
 
   const uint64_t total = c.total_steps(W);
   const uint64_t tokens_per_step = c.tokens_per_step(W);
@@ -382,6 +389,12 @@ RunSummary Trainer::run() {
       r = s.optimizer->step(step, lr_at(schedule, step), c.adamw, norm);
     }
     s.dp->gather_weights();
+    if (s.shadow) {  // gradients are reduced and the real weights updated: follow unrounded
+      s.shadow->update(*s.model, step, lr_at(schedule, step), c.adamw, r.clip_scale);
+      if (step % uint64_t(c.shadow_every) == 0 || step == total) {
+        log(s.shadow->log_line(*s.model, step));
+      }
+    }
     const AdamWTelemetry t = s.dp->combine(r.telemetry);
     s.backend->synchronize();
     const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -161,8 +161,9 @@ TEST_P(AdamWGpu, BitIdenticalToCpu) {
     EXPECT_EQ(tg.erased, tc.erased);
     EXPECT_EQ(tg.m_stalled, tc.m_stalled);
     EXPECT_EQ(tg.v_stalled, tc.v_stalled);
-    EXPECT_NEAR(tg.update_sq, tc.update_sq, 1e-10 * tc.update_sq);
-    EXPECT_NEAR(tg.weight_sq, tc.weight_sq, 1e-10 * tc.weight_sq);
+    // The CPU sums squares in fp32 within 512-element tiles, the GPU in fp64.
+    EXPECT_NEAR(tg.update_sq, tc.update_sq, 1e-5 * tc.update_sq);
+    EXPECT_NEAR(tg.weight_sq, tc.weight_sq, 1e-5 * tc.weight_sq);
   }
 }
 

@@ -1,0 +1,155 @@
+#include "lib/audit/run_log.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "lib/util/format.h"
+
+namespace srkit::audit {
+namespace {
+
+using nlohmann::json;
+
+// A required number; the error names the file, line and field.
+double number(const json& j, const char* field, const std::string& where) {
+  const auto it = j.find(field);
+  if (it == j.end() || !it->is_number()) {
+    throw std::invalid_argument(where + ": missing numeric field '" + field + "'");
+  }
+  return it->get<double>();
+}
+
+// Telemetry fields older logs may lack default to 0.
+double optional_number(const json& j, const char* field) {
+  const auto it = j.find(field);
+  return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
+std::string pct(double f) { return strprintf("%.1f%%", 100 * f); }
+
+}  // namespace
+
+RunLog read_run_log(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::invalid_argument(path + ": cannot read (expected an sr-train JSONL log)");
+  RunLog log;
+  log.path = path;
+  log.strategy = "?";
+  std::string line;
+  for (size_t n = 1; std::getline(in, line); ++n) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = path + ":" + std::to_string(n);
+    json j;
+    try {
+      j = json::parse(line);
+    } catch (const json::parse_error&) {
+      throw std::invalid_argument(where + ": not a JSON object (malformed JSONL)");
+    }
+    if (!j.is_object() || !j.contains("type") || !j["type"].is_string()) {
+      throw std::invalid_argument(where + ": expected an object with a string \"type\"");
+    }
+    const std::string type = j["type"];
+    if (type == "config") {
+      const json& c = j.contains("config") ? j["config"] : j;
+      if (c.contains("strategy") && c["strategy"].is_string()) log.strategy = c["strategy"];
+    } else if (type == "step") {
+      StepRecord s;
+      s.step = uint64_t(number(j, "step", where));
+      s.loss = number(j, "loss", where);
+      s.lr = optional_number(j, "lr");
+      s.grad_norm = optional_number(j, "grad_norm");
+      s.update_weight_ratio = optional_number(j, "update_weight_ratio");
+      s.erased_frac = optional_number(j, "erased_frac");
+      s.m_stalled_frac = optional_number(j, "m_stalled_frac");
+      s.v_stalled_frac = optional_number(j, "v_stalled_frac");
+      log.steps.push_back(s);
+    } else if (type == "eval") {
+      log.evals.push_back({uint64_t(number(j, "step", where)), number(j, "val_loss", where)});
+    } else if (type == "shadow") {
+      log.shadows.push_back({uint64_t(number(j, "step", where)), number(j, "mean_abs_ulps", where),
+                             number(j, "max_abs_ulps", where), number(j, "rel_drift", where)});
+    }
+  }
+  if (log.steps.empty())
+    throw std::invalid_argument(path + ": no step records (not an sr-train log?)");
+  return log;
+}
+
+RunSummary summarize(const RunLog& log, int windows, double stall_threshold) {
+  if (windows < 1) throw std::invalid_argument("--windows: must be at least 1");
+  if (!(stall_threshold > 0 && stall_threshold <= 1)) {
+    throw std::invalid_argument("--stall-threshold: must be in (0, 1]");
+  }
+  RunSummary s;
+  s.path = log.path;
+  s.strategy = log.strategy;
+  const size_t n = log.steps.size(), w = std::min<size_t>(size_t(windows), n);
+  for (size_t k = 0; k < w; ++k) {
+    const size_t a = k * n / w, b = (k + 1) * n / w;
+    WindowSummary ws;
+    ws.first_step = log.steps[a].step;
+    ws.last_step = log.steps[b - 1].step;
+    for (size_t i = a; i < b; ++i) {
+      const StepRecord& r = log.steps[i];
+      ws.loss += r.loss, ws.erased_frac += r.erased_frac;
+      ws.update_weight_ratio += r.update_weight_ratio;
+      ws.m_stalled_frac += r.m_stalled_frac, ws.v_stalled_frac += r.v_stalled_frac;
+    }
+    const double cnt = double(b - a);
+    ws.loss /= cnt, ws.erased_frac /= cnt, ws.update_weight_ratio /= cnt;
+    ws.m_stalled_frac /= cnt, ws.v_stalled_frac /= cnt;
+    s.windows.push_back(ws);
+  }
+  // Stagnation is judged on the last window, where decayed learning rates bite.
+  const WindowSummary& last = s.windows.back();
+  if (last.erased_frac >= stall_threshold) {
+    s.flags.push_back("weights stagnate: " + pct(last.erased_frac) +
+                      " of updates below half a bf16 ulp (last window)");
+  }
+  if (last.m_stalled_frac >= stall_threshold) {
+    s.flags.push_back("m stalls: " + pct(last.m_stalled_frac) + " of elements (last window)");
+  }
+  if (last.v_stalled_frac >= stall_threshold) {
+    s.flags.push_back("v stalls: " + pct(last.v_stalled_frac) + " of elements (last window)");
+  }
+  if (!log.shadows.empty()) {
+    s.has_shadow = true;
+    s.last_shadow = log.shadows.back();
+    for (const ShadowRecord& r : log.shadows) s.mean_shadow_ulps += r.mean_abs_ulps;
+    s.mean_shadow_ulps /= double(log.shadows.size());
+  }
+  return s;
+}
+
+std::string telemetry_markdown(const std::vector<RunSummary>& runs) {
+  std::string out =
+      "| run | strategy | steps | loss | erased updates | update/weight | m stalled | v stalled "
+      "|\n|---|---|---|---:|---:|---:|---:|---:|\n";
+  for (const RunSummary& r : runs) {
+    for (const WindowSummary& w : r.windows) {
+      out += strprintf("| %s | %s | %llu-%llu | %.4f | %s | %.3g | %s | %s |\n", r.path.c_str(),
+                       r.strategy.c_str(), static_cast<unsigned long long>(w.first_step),
+                       static_cast<unsigned long long>(w.last_step), w.loss,
+                       pct(w.erased_frac).c_str(), w.update_weight_ratio,
+                       pct(w.m_stalled_frac).c_str(), pct(w.v_stalled_frac).c_str());
+    }
+  }
+  return out;
+}
+
+std::string shadow_markdown(const std::vector<RunSummary>& runs) {
+  std::string out =
+      "| run | strategy | step | mean abs drift (ulps) | max abs drift (ulps) | relative drift | "
+      "mean over log (ulps) |\n|---|---|---:|---:|---:|---:|---:|\n";
+  for (const RunSummary& r : runs) {
+    if (!r.has_shadow) continue;
+    out += strprintf("| %s | %s | %llu | %.4g | %.4g | %.4g | %.4g |\n", r.path.c_str(),
+                     r.strategy.c_str(), static_cast<unsigned long long>(r.last_shadow.step),
+                     r.last_shadow.mean_abs_ulps, r.last_shadow.max_abs_ulps,
+                     r.last_shadow.rel_drift, r.mean_shadow_ulps);
+  }
+  return out;
+}
+
+}  // namespace srkit::audit

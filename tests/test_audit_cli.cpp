@@ -1,0 +1,159 @@
+// sr-audit's accumulate, rng, run and plot subcommands as users run them: bad
+// input exits 2 with one line on stderr, --json writes parseable JSON with the
+// expected content, --svg writes an SVG with the expected number of series,
+// and output is deterministic under a fixed seed.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "lib/util/temp_dir.h"
+
+namespace srkit {
+namespace {
+
+struct ProcessResult {
+  int code;
+  std::string out;
+};
+
+ProcessResult sr_audit(const std::string& args, bool stderr_only = false) {
+  const std::string cmd = std::string(SRKIT_BIN_DIR) + "/sr-audit " + args +
+                          (stderr_only ? " 2>&1 >/dev/null" : " 2>/dev/null");
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) throw std::runtime_error("popen failed: " + cmd);
+  std::string out;
+  char buf[4096];
+  size_t got;
+  while ((got = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, got);
+  const int status = pclose(p);
+  return ProcessResult{WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+// A two-step log as sr-train writes it.
+std::string write_log(const TempDir& dir, const std::string& name, const std::string& strategy) {
+  const std::string path = dir.path() + "/" + name;
+  std::ofstream(path) << "{\"type\":\"config\",\"config\":{\"strategy\":\"" << strategy << "\"}}\n"
+                      << "{\"type\":\"step\",\"step\":1,\"loss\":5.0,\"erased_frac\":0.1}\n"
+                      << "{\"type\":\"step\",\"step\":2,\"loss\":4.5,\"erased_frac\":0.7}\n"
+                      << "{\"type\":\"eval\",\"step\":2,\"val_loss\":4.6}\n"
+                      << "{\"type\":\"shadow\",\"step\":2,\"mean_abs_ulps\":1.5,"
+                         "\"max_abs_ulps\":4,\"rel_drift\":0.01}\n";
+  return path;
+}
+
+TEST(SrAuditCli, BadInputExitsTwoWithOneLine) {
+  TempDir dir("auditcli");
+  const std::string bad_log = dir.path() + "/bad.jsonl";
+  std::ofstream(bad_log) << "{\"type\":\"step\",\"step\":1,\"loss\":2}\nnot json\n";
+  const std::string empty_log = dir.path() + "/empty.jsonl";
+  std::ofstream(empty_log) << "";
+  const std::string cases[] = {
+      "accumulate -n 0",
+      "accumulate --format fp7",
+      "accumulate --format bf16,",
+      "accumulate --repeats 0",
+      "accumulate --delta 1e-60",
+      "accumulate --format e4m3 --ratio 10 -n 1e5",
+      "accumulate --sweep --ratio-min 1 --ratio-max 1",
+      "accumulate --sweep --per-decade 0",
+      "rng -n 0",
+      "rng -n 10",
+      "rng --purpose 65535",
+      "run " + dir.path() + "/missing.jsonl",
+      "run " + bad_log,
+      "run " + empty_log,
+      "run " + bad_log + " --windows 0",
+      "plot " + bad_log,
+      "plot " + dir.path() + "/missing.jsonl",
+      "plot",
+      "run",
+  };
+  for (const std::string& args : cases) {
+    const ProcessResult r = sr_audit(args, /*stderr_only=*/true);
+    EXPECT_EQ(r.code, 2) << args;
+    ASSERT_FALSE(r.out.empty()) << args;
+    EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << "one line for '" << args << "': " << r.out;
+  }
+}
+
+TEST(SrAuditCli, AccumulateJsonSvgAndDeterminism) {
+  TempDir dir("auditcli");
+  const std::string args = "accumulate --format bf16,fp16 -n 300 --repeats 4 --seed 5 --json " +
+                           dir.path() + "/a.json --svg " + dir.path() + "/a.svg";
+  const ProcessResult a = sr_audit(args);
+  ASSERT_EQ(a.code, 0) << a.out;
+  EXPECT_NE(a.out.find("| bf16 | RN |"), std::string::npos) << a.out;
+  const nlohmann::json j = nlohmann::json::parse(slurp(dir.path() + "/a.json"));
+  ASSERT_EQ(j.at("runs").size(), 2u);
+  EXPECT_EQ(j["runs"][0]["methods"].size(), 4u);
+  EXPECT_EQ(j["runs"][0]["methods"][1]["stall_step"], 1);  // ratio 0.1 < 1/2
+  const std::string svg = slurp(dir.path() + "/a.svg");
+  EXPECT_EQ(count(svg, "<polyline class=\"series\""), 4u);  // fp32, RN, SR, Kahan
+  EXPECT_EQ(svg.rfind("</svg>\n"), svg.size() - 7);
+  EXPECT_EQ(sr_audit(args).out, a.out);
+  EXPECT_EQ(slurp(dir.path() + "/a.json"), j.dump(2) + "\n");
+  const ProcessResult sweep = sr_audit(
+      "accumulate --sweep --format e5m2 -n 100 --repeats 2 "
+      "--per-decade 1 --svg " +
+      dir.path() + "/s.svg");
+  ASSERT_EQ(sweep.code, 0);
+  EXPECT_EQ(count(sweep.out, "| e5m2 |"), 5u) << sweep.out;  // 1e-3 .. 10
+  EXPECT_EQ(count(slurp(dir.path() + "/s.svg"), "<polyline class=\"series\""), 3u);
+}
+
+TEST(SrAuditCli, RngJsonAndHistogram) {
+  TempDir dir("auditcli");
+  const ProcessResult r =
+      sr_audit("rng -n 1e5 --json " + dir.path() + "/r.json --svg " + dir.path() + "/r.svg");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("verdict: all tests pass"), std::string::npos);
+  const nlohmann::json j = nlohmann::json::parse(slurp(dir.path() + "/r.json"));
+  EXPECT_EQ(j.at("tests").size(), 6u);
+  EXPECT_TRUE(j.at("pass").get<bool>());
+  EXPECT_EQ(count(slurp(dir.path() + "/r.svg"), "<g class=\"series\""), 2u);
+}
+
+TEST(SrAuditCli, RunAndPlotReadLogs) {
+  TempDir dir("auditcli");
+  const std::string a = write_log(dir, "a.jsonl", "bf16"), b = write_log(dir, "b.jsonl", "bf16-sr");
+  const ProcessResult r = sr_audit("run " + a + " " + b + " --windows 2 --json " + dir.path() +
+                                   "/run.json --svg " + dir.path() + "/run.svg");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("weights stagnate: 70.0%"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("## Shadow-FP32 drift"), std::string::npos);
+  EXPECT_NE(r.out.find("| bf16-sr | 2 | 1.5 | 4 | 0.01 |"), std::string::npos) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(slurp(dir.path() + "/run.json"));
+  EXPECT_EQ(j.at("runs").size(), 2u);
+  EXPECT_EQ(j["runs"][1]["strategy"], "bf16-sr");
+  EXPECT_EQ(count(slurp(dir.path() + "/run.svg"), "<polyline class=\"series\""), 2u);
+
+  const ProcessResult p = sr_audit("plot " + a + " " + b + " --svg " + dir.path() +
+                                   "/loss.svg --json " + dir.path() + "/loss.json");
+  ASSERT_EQ(p.code, 0) << p.out;
+  const std::string svg = slurp(dir.path() + "/loss.svg");
+  EXPECT_EQ(count(svg, "<polyline class=\"series\""), 4u);  // loss + val per run
+  EXPECT_NE(svg.find("bf16-sr val"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(slurp(dir.path() + "/loss.json"))["runs"][0]["loss"].size(), 2u);
+}
+
+}  // namespace
+}  // namespace srkit
