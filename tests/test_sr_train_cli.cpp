@@ -180,3 +180,21 @@ TEST(SrTrainCli, SigtermWritesACheckpointAndExitsNonZero) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(SrTrainCli, SequenceLengthDefaultsToTheModelsMaximum) {
+  const fs::path dir = fresh_dir("seqlen");
+  const Result r =
+      run("--model tiny --batch 1 --steps 1 --synthetic-bytes 16384 --sample-tokens 0 "
+          "-q --out " +
+          dir.string() + " --json " + (dir / "s.json").string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::ifstream f(dir / "bf16-sr.jsonl");
+  std::string first_line;
+  std::getline(f, first_line);  // {"type":"config",...}
+  const auto config = nlohmann::json::parse(first_line).at("config");
+  EXPECT_EQ(config.at("seq_len"), 64);  // the tiny preset's maximum
+}
+
+}  // namespace

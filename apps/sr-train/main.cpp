@@ -48,7 +48,7 @@ void add_flags(CLI::App& app, srkit::TrainConfig& c, std::string& compare, std::
   app.add_option("--synthetic-bytes", c.synthetic_bytes, "size of the built-in corpus")
       ->capture_default_str();
   app.add_option("--batch", c.batch, "sequences per micro-batch")->capture_default_str();
-  app.add_option("--seq-len", c.seq_len, "tokens per sequence")->capture_default_str();
+  app.add_option("--seq-len", c.seq_len, "tokens per sequence (default: the model's maximum)");
   app.add_option("--grad-accum", c.grad_accum, "micro-batches per optimizer step")
       ->capture_default_str();
   app.add_option("--steps", c.steps, "optimizer steps")->capture_default_str();
@@ -119,6 +119,7 @@ int main(int argc, char** argv) {
   // A later flag overrides an earlier one, so scripts can append to a base command.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   srkit::TrainConfig config;
+  config.seq_len = 0;  // unless given: the model's maximum (resolved after parsing)
   std::string compare, json;
   add_flags(app, config, compare, json);
   try {
@@ -136,6 +137,7 @@ int main(int argc, char** argv) {
   // Trainer of --compare. Flags are checked first, so a typo never starts MPI.
   std::unique_ptr<srkit::Communicator> comm;
   try {
+    if (config.seq_len == 0) config.seq_len = config.model_config().max_seq_len;
     config.validate();
     comm = srkit::make_communicator(config.comm, config.comm_timeout);
     if (!compare.empty()) return srkit::run_compare(config, *comm, compare, json);
