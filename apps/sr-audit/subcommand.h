@@ -1,21 +1,16 @@
-// sr-audit is one CLI11 app with one subcommand per file (cast_command.cpp,
-// and later fp16/fp8 formats, accumulate, rng, run, plot). Each file defines
-// an add_*_command that registers its options on the parent app and returns
-// the subcommand plus the action to run once parsing succeeded.
+// sr-audit's subcommands, one per file (cast, accumulate, rng, run, plot).
 #pragma once
 
-#include <CLI/CLI.hpp>
-#include <functional>
+#include "apps/common/subcommand.h"
 
 namespace srkit::audit_app {
 
-struct Subcommand {
-  CLI::App* app;
-  // Runs after a successful parse; returns the process exit code. Throws
-  // std::invalid_argument (one line naming the flag) on bad option values.
-  std::function<int()> run;
-};
+using Subcommand = ::srkit::cli::Subcommand;
 
 Subcommand add_cast_command(CLI::App& parent);
+Subcommand add_accumulate_command(CLI::App& parent);
+Subcommand add_rng_command(CLI::App& parent);
+Subcommand add_run_command(CLI::App& parent);
+Subcommand add_plot_command(CLI::App& parent);
 
 }  // namespace srkit::audit_app

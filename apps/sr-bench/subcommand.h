@@ -1,19 +1,11 @@
-// sr-bench is one CLI11 app with one subcommand per file (train_command.cpp,
-// memory_command.cpp). Each add_*_command registers its options on the parent
-// app and returns the subcommand plus the action to run after a good parse.
+// sr-bench's subcommands, one per file (train, memory).
 #pragma once
 
-#include <CLI/CLI.hpp>
-#include <functional>
+#include "apps/common/subcommand.h"
 
 namespace srkit::bench_app {
 
-struct Subcommand {
-  CLI::App* app;
-  // Returns the exit code. Throws std::invalid_argument (one line naming the
-  // flag) on bad option values.
-  std::function<int()> run;
-};
+using Subcommand = ::srkit::cli::Subcommand;
 
 Subcommand add_train_command(CLI::App& parent);
 Subcommand add_memory_command(CLI::App& parent);
