@@ -7,7 +7,7 @@ DEB_PACKAGES := cmake g++ make pkg-config libgtest-dev libgmock-dev libbenchmark
   libcli11-dev nlohmann-json3-dev libopenblas-dev libopenmpi-dev openmpi-bin clang-format
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps configure build test test-gpu run bench format format-check clean
+.PHONY: all deps configure build test test-gpu gpu-check run bench format format-check clean
 
 all: build
 
@@ -37,6 +37,10 @@ test: build
 # GPU tests only (they skip with a message when no device is present).
 test-gpu: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -L gpu
+
+# On a GPU machine: CUDA build, GPU tests, CUDA kernel benchmark, a table last.
+gpu-check:
+	bash bench/gpu/run_gpu_checks.sh
 
 # The main job on a built-in default: every precision strategy trains the same
 # small GPT on the built-in synthetic corpus with the same seed; the table shows
