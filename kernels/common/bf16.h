@@ -54,9 +54,10 @@ SRKIT_HD bf16 bf16_quiet_nan_from_bits(uint32_t u) { return bf16{uint16_t((u >> 
 // special case because bf16 shares float's exponent field.
 SRKIT_HD bf16 float_to_bf16_rn(float f) {
   const uint32_t u = float_as_bits(f);
-  if (float_bits_is_nan(u)) return bf16_quiet_nan_from_bits(u);
   const uint32_t lsb = (u >> 16) & 1u;
-  return bf16{uint16_t((u + 0x7fffu + lsb) >> 16)};
+  const uint32_t rounded = (u + 0x7fffu + lsb) >> 16;
+  // Both results in 32 bits and one select: the form vectorizers handle best.
+  return bf16{uint16_t(float_bits_is_nan(u) ? ((u >> 16) | 0x0040u) : rounded)};
 }
 
 // Stochastic rounding with 16 random bits r (only the low 16 are used).
@@ -70,9 +71,10 @@ SRKIT_HD bf16 float_to_bf16_rn(float f) {
 // preserved. NaN stays a quiet NaN, Inf stays Inf.
 SRKIT_HD bf16 float_to_bf16_sr(float f, uint32_t r) {
   const uint32_t u = float_as_bits(f);
-  if (float_bits_is_nan(u)) return bf16_quiet_nan_from_bits(u);
-  if ((u & 0x7fffffffu) == 0x7f800000u) return bf16{uint16_t(u >> 16)};
-  return bf16{uint16_t((u + (r & 0xffffu)) >> 16)};
+  // +-Inf has a zero low half, so adding r < 2^16 never carries: Inf stays Inf
+  // without a test of its own.
+  const uint32_t rounded = (u + (r & 0xffffu)) >> 16;
+  return bf16{uint16_t(float_bits_is_nan(u) ? ((u >> 16) | 0x0040u) : rounded)};
 }
 
 // Round toward zero (truncation): the biased reference the audits compare with.

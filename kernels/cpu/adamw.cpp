@@ -118,8 +118,9 @@ void fill_lanes(uint16_t* lanes, const AdamWHyper& h, RngPurpose purpose, uint64
                 size_t ngroups) {
 #if defined(__AVX2__)
   const uint64_t sub = sr_subsequence(uint32_t(purpose), h.step);
-  for (size_t k = 0; k < ngroups; k += kPhiloxBatch)
+  for (size_t k = 0; k < ngroups; k += kPhiloxBatch) {
     philox_batch(lanes + 8 * k, h.seed, sub, g0 + k);
+  }
 #else
   for (size_t k = 0; k < ngroups; ++k) {
     const Philox4 b = sr_block(h.seed, uint32_t(purpose), h.step, g0 + k);
@@ -135,7 +136,7 @@ struct TileBits {
 };
 
 // Telemetry terms of one element into per-tile accumulators: fp32 sums and
-// 32-bit counts, 8 to a vector (fp64 lanes cost a tenth of the telemetry pass).
+// 32-bit counts, 8 to a vector (fp64 lanes measured a quarter of its cost).
 // A tile has at most kTile elements, so each SIMD lane sums a few dozen terms
 // (relative error ~1e-6); tiles and chunks then add up in fp64.
 inline void tally(float update, float w, bool m_stalled, bool v_stalled, float& usq, float& wsq,
@@ -170,8 +171,10 @@ void element_loop(const AdamWArrays<WM, MM, VM>& t, TileBits b, size_t n, const 
 
 // Rules whose every array holds 16-bit elements take the pair path.
 template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM>
-constexpr bool kPairs = WM != AdamWWeightMode::kF32&& WM != AdamWWeightMode::kMasterF32&& MM !=
-                        AdamWStateMode::kF32&& VM != AdamWStateMode::kF32;
+constexpr bool use_pairs() {
+  const bool weights16 = WM != AdamWWeightMode::kF32 && WM != AdamWWeightMode::kMasterF32;
+  return weights16 && MM != AdamWStateMode::kF32 && VM != AdamWStateMode::kF32;
+}
 
 inline uint32_t load_pair(const void* base, size_t k) {
   uint32_t x;
@@ -256,19 +259,28 @@ void step_piece(const AdamWArrays<WM, MM, VM>& a, size_t begin, size_t lo, size_
     const TileBits bits{rw + skip, rm + skip, rv + skip};
     const A t = a.offset(t0 - begin);
     const size_t n = t1 - t0;
-    if constexpr (kPairs<WM, MM, VM>) {
+    if constexpr (use_pairs<WM, MM, VM>()) {
       // Pairs start on even global indices: an odd first or last element goes alone.
       const size_t first = t0 & 1, last = (t1 & 1) && n > first ? n - 1 : n;
       if (first) element_loop<WM, MM, VM, kTel, kDecay>(t, bits, 1, h, sums);
       pair_loop<WM, MM, VM, kTel, kDecay>(t.offset(first), bits.offset(first), (last - first) / 2,
                                           h, sums);
-      if (last < n)
+      if (last < n) {
         element_loop<WM, MM, VM, kTel, kDecay>(t.offset(last), bits.offset(last), 1, h, sums);
+      }
     } else {
       element_loop<WM, MM, VM, kTel, kDecay>(t, bits, n, h, sums);
     }
     t0 = t1;
   }
+}
+
+// Index of the last segment starting at or before element i (segments are
+// sorted and start at 0; zero-length ones it may land on are skipped by callers).
+size_t segment_at(const ParamSegment* segs, size_t nseg, size_t i) {
+  const ParamSegment* after = std::upper_bound(
+      segs, segs + nseg, i, [](size_t x, const ParamSegment& p) { return x < p.offset; });
+  return size_t(after - segs) - 1;
 }
 
 struct StepCall {
@@ -295,12 +307,7 @@ struct StepCall {
 #pragma omp parallel for schedule(static)
     for (size_t c = 0; c < nchunks; ++c) {
       const size_t c0 = begin + c * kChunk, c1 = std::min(end, c0 + kChunk);
-      // Last segment starting at or before c0 (zero-length ones are skipped below).
-      size_t s =
-          size_t(std::upper_bound(segs, segs + nseg, c0,
-                                  [](size_t x, const ParamSegment& p) { return x < p.offset; }) -
-                 segs) -
-          1;
+      size_t s = segment_at(segs, nseg, c0);
       Sums sums;
       for (size_t lo = c0; lo < c1; ++s) {
         const size_t hi = std::min(c1, segs[s].offset + segs[s].count);
