@@ -1,25 +1,29 @@
-// The fp32 -> bf16 cast audit behind `sr-audit cast`: draw N inputs, round each
-// with RN, SR and RZ (the biased reference), and collect RoundingStats per mode.
+// The fp32 -> narrow-format cast audit behind `sr-audit cast`: draw N inputs,
+// round each to one format (bf16, fp16, fp8 e4m3 or e5m2) with RN, SR and RZ
+// (the biased reference), and collect RoundingStats per mode.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "kernels/common/bf16.h"
+#include "kernels/common/fp_formats.h"
 #include "lib/audit/distribution.h"
 #include "lib/audit/rounding_stats.h"
 
 namespace srkit::audit {
 
 struct CastAuditConfig {
+  FpFormat format = FpFormat::kBf16;
   DistParams dist;
   uint64_t samples = 10'000'000;
   uint64_t seed = 1;
 };
 
 struct NamedStats {
-  std::string mode;
+  std::string format;
+  std::string mode;  // "RN", "SR" or "RZ"
   RoundingStats stats;
 };
 
@@ -29,13 +33,26 @@ void validate(const CastAuditConfig& c);
 
 // Runs on the current OpenMP threads; the result is the same for any count.
 // Inputs come in fixed chunks and their statistics are merged in chunk order.
+// SR draws element i's bits from the contract (seed, kCast, step 0, i), the
+// bits the training casts would use. Inputs beyond the format's largest
+// finite value are counted as out of range (overflows()) in every mode.
 std::vector<NamedStats> run_cast_audit(const CastAuditConfig& c);
 
-// Adds one bf16 rounding of x: the fraction is x's dropped low 16 bits / 2^16
-// and "up" means q is not the truncation of x.
-void add_bf16(RoundingStats& s, float x, bf16 q);
+// Where finite x lies between its two neighbours in `format`: the gap (ulp),
+// the magnitude of the neighbour toward zero, and the fraction f in [0, 1).
+struct Bracket {
+  double ulp, low_magnitude, f;
+};
+Bracket bracket(FpFormat format, float x);
 
-// Markdown table, one row per mode (the column order tests rely on).
+// Whether q is the neighbour away from zero.
+inline bool rounded_up(const Bracket& b, float q) { return std::fabs(double(q)) > b.low_magnitude; }
+
+// Adds one rounding q of x.
+void add_rounding(RoundingStats& s, const Bracket& b, float x, float q);
+
+// Markdown table, one row per (format, mode), and one verdict line per row.
 std::string markdown_table(const std::vector<NamedStats>& rows);
+std::string verdicts(const std::vector<NamedStats>& rows);
 
 }  // namespace srkit::audit

@@ -1,11 +1,14 @@
 #include "lib/audit/distribution.h"
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "kernels/common/sr_bits.h"
+#include "lib/util/format.h"
 
 namespace srkit::audit {
 namespace {
@@ -27,8 +30,43 @@ Dist parse_dist(const std::string& name) {
   if (name == "uniform") return Dist::kUniform;
   if (name == "normal") return Dist::kNormal;
   if (name == "loguniform") return Dist::kLogUniform;
+  if (name == "grid") return Dist::kGrid;
   throw std::invalid_argument("--dist: unknown distribution '" + name +
-                              "' (expected uniform, normal or loguniform)");
+                              "' (expected uniform, normal, loguniform or grid)");
+}
+
+std::vector<double> parse_fractions(const std::string& text) {
+  const std::string expected =
+      "--fractions: expected comma-separated numbers in (0, 1) such as 0.1,0.5, got '" + text + "'";
+  std::vector<double> out;
+  size_t begin = 0;
+  while (true) {
+    const size_t end = text.find(',', begin);
+    const std::string item = text.substr(begin, end == std::string::npos ? end : end - begin);
+    char* stop = nullptr;
+    const double v = item.empty() ? NAN : std::strtod(item.c_str(), &stop);
+    if (item.empty() || *stop != '\0' || !(v > 0 && v < 1)) throw std::invalid_argument(expected);
+    out.push_back(v);
+    if (end == std::string::npos) return out;
+    begin = end + 1;
+  }
+}
+
+void grid_exponents(const DistParams& p, FpFormat format, int* lo, int* hi) {
+  // The format's shape from its ulps: 2^-man at 1, 2^(emin - man) at 0.
+  const int man = -std::ilogb(fp_format_ulp(format, 1.0f));
+  const int min_normal = std::ilogb(fp_format_ulp(format, 0.0f)) + man;
+  const int top = std::ilogb(fp_format_max(format));  // binade of the largest finite value
+  *lo = std::max(int(std::ceil(p.emin)), min_normal);
+  *hi = std::min(int(std::floor(p.emax)), top);
+  if (*lo >= *hi) {
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "--emin/--emax: the grid needs whole exponents within %s's normal range "
+                  "[%d, %d), got [%g, %g)",
+                  fp_format_name(format), min_normal, top, p.emin, p.emax);
+    throw std::invalid_argument(buf);
+  }
 }
 
 const char* dist_name(Dist d) {
@@ -39,6 +77,8 @@ const char* dist_name(Dist d) {
       return "normal";
     case Dist::kLogUniform:
       return "loguniform";
+    case Dist::kGrid:
+      return "grid";
   }
   return "?";
 }
@@ -67,6 +107,17 @@ void validate(const DistParams& p) {
       }
       if (!(p.emin < p.emax)) throw std::invalid_argument("--emin/--emax: need emin < emax");
       break;
+    case Dist::kGrid:
+      if (p.fractions.empty()) throw std::invalid_argument("--fractions: need at least one");
+      for (double f : p.fractions) {
+        if (!(f > 0 && f < 1)) {
+          throw std::invalid_argument("--fractions: every fraction must lie in (0, 1)");
+        }
+      }
+      if (!(p.emin < p.emax) || !std::isfinite(p.emin) || !std::isfinite(p.emax)) {
+        throw std::invalid_argument("--emin/--emax: need finite emin < emax");
+      }
+      break;
   }
 }
 
@@ -82,11 +133,18 @@ std::string describe(const DistParams& p) {
     case Dist::kLogUniform:
       std::snprintf(buf, sizeof buf, "loguniform(|x| in [2^%g, 2^%g))", p.emin, p.emax);
       break;
+    case Dist::kGrid: {
+      std::string f;
+      for (double v : p.fractions) f += (f.empty() ? "" : ",") + strprintf("%g", v);
+      std::snprintf(buf, sizeof buf, "grid(fractions %s, exponents [%g, %g))", f.c_str(), p.emin,
+                    p.emax);
+      break;
+    }
   }
   return buf;
 }
 
-float sample(const DistParams& p, uint64_t seed, uint64_t index) {
+float sample(const DistParams& p, uint64_t seed, uint64_t index, FpFormat format) {
   const Philox4 w = sr_block(seed, kAuditDataPurpose, 0, index);
   const double u = unit(w.v[0], w.v[1]);
   switch (p.dist) {
@@ -98,6 +156,15 @@ float sample(const DistParams& p, uint64_t seed, uint64_t index) {
     }
     case Dist::kLogUniform:
       return float(std::exp2(p.emin + (p.emax - p.emin) * u));
+    case Dist::kGrid: {
+      int lo, hi;
+      grid_exponents(p, format, &lo, &hi);
+      const int man = -std::ilogb(fp_format_ulp(format, 1.0f));
+      const int e = lo + int(w.v[2] % uint32_t(hi - lo));
+      const uint32_t k = w.v[3] & ((1u << man) - 1);
+      const double f = p.fractions[index % p.fractions.size()];
+      return float(std::ldexp(1.0 + (double(k) + f) * std::ldexp(1.0, -man), e));
+    }
   }
   return 0.0f;
 }
