@@ -24,44 +24,20 @@
 #include "lib/train/shard_plan.h"
 #include "lib/train/trainer.h"
 #include "tests/test_paths.h"
+#include "tests/test_train_support.h"
 
 namespace srkit {
 namespace {
 
 namespace fs = std::filesystem;
+using testing_train::read_all;
+
+TrainConfig tiny(const fs::path& out, const std::string& strategy, uint64_t steps) {
+  return testing_train::tiny_config(out, strategy, steps);
+}
 
 fs::path fresh_dir(const std::string& name) {
   return srkit::testing_paths::fresh_dir("trainer", name);
-}
-
-TrainConfig tiny(const fs::path& out, const std::string& strategy, uint64_t steps) {
-  TrainConfig c;
-  c.model = "tiny";
-  c.strategy = strategy;
-  c.batch = 4;
-  c.seq_len = 32;
-  c.steps = steps;
-  c.lr = 3e-3f;
-  c.warmup = 2;
-  c.eval_interval = 0;
-  c.eval_batches = 2;
-  c.synthetic_bytes = 64 << 10;
-  c.sample_tokens = 0;
-  c.quiet = true;
-  c.out_dir = out.string();
-  return c;
-}
-
-// Every tensor of a checkpoint file, as bytes, by name.
-std::map<std::string, std::vector<char>> read_all(const std::string& path) {
-  SafetensorsReader r(path);
-  std::map<std::string, std::vector<char>> out;
-  for (const std::string& name : r.names()) {
-    std::vector<char> bytes(r.info(name).nbytes);
-    r.read(name, bytes.data(), bytes.size());
-    out[name] = std::move(bytes);
-  }
-  return out;
 }
 
 TEST(Schedule, WarmupThenCosineToFloor) {
