@@ -135,7 +135,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 // which holds steady while load from other processes drifts.
 void BM_adamw_step(benchmark::State& state) {
   const std::string& name = srkit::strategy_preset_names()[size_t(state.range(0))];
-  const AdamWRule rule = srkit::strategy_from_string(name).rule();
+  const AdamWRule rule = srkit::strategy_from_string(name).rule;
   const size_t n = size_t(state.range(1));
   const bool with_telemetry = state.range(2) != 0;
   const size_t bytes = srkit::adamw_traffic_bytes(rule) * n;

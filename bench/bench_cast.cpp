@@ -122,7 +122,7 @@ void BM_cast_sr(benchmark::State& state) {
   uint64_t step = 0;
   run_against_memcpy(state, 6 * n, [&] {
     srkit::cpu::cast_f32_to_bf16_sr(in.data.get(), out.data.get(), n, 1234,
-                                    uint32_t(srkit::RngPurpose::kCast), step++, 0);
+                                    srkit::RngPurpose::kCast, step++, 0);
   });
 }
 

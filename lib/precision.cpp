@@ -6,44 +6,28 @@
 namespace srkit {
 namespace {
 
-// The kernel encoding, unchecked (bytes_per_param and describe need no validity).
-AdamWRule encode(const PrecisionStrategy& s) {
-  AdamWRule r;
-  r.weights = s.weights;
-  r.master = s.master;
-  r.m = s.m;
-  r.v = s.v;
-  r.weight_sr = s.weight_rounding == Rounding::kStochastic;
-  r.m_sr = s.m_rounding == Rounding::kStochastic;
-  r.v_sr = s.v_rounding == Rounding::kStochastic;
-  r.kahan = s.kahan;
-  return r;
-}
-
 PrecisionStrategy make_preset(const char* name, DType w, MasterKind master, DType mv,
-                              Rounding update, bool kahan) {
+                              bool weight_sr, bool kahan) {
   PrecisionStrategy s;
   s.name = name;
-  s.weights = w;
-  s.master = master;
-  s.m = s.v = mv;
-  s.weight_rounding = update;
-  s.kahan = kahan;
+  s.rule.weights = w;
+  s.rule.master = master;
+  s.rule.m = s.rule.v = mv;
+  s.rule.weight_sr = weight_sr;
+  s.rule.kahan = kahan;
   return s;
 }
 
 // DESIGN.md's table. Rounding of the weights is "nearest" wherever SR does not apply.
 const std::vector<PrecisionStrategy>& presets() {
+  constexpr bool kSR = true, kRN = false, kKahan = true, kNoKahan = false;
   static const std::vector<PrecisionStrategy> all = {
-      make_preset("fp32", DType::kF32, MasterKind::kNone, DType::kF32, Rounding::kNearest, false),
-      make_preset("mixed", DType::kBF16, MasterKind::kF32, DType::kF32, Rounding::kNearest, false),
-      make_preset("bf16", DType::kBF16, MasterKind::kNone, DType::kBF16, Rounding::kNearest, false),
-      make_preset("bf16-sr", DType::kBF16, MasterKind::kNone, DType::kBF16, Rounding::kStochastic,
-                  false),
-      make_preset("bf16-kahan", DType::kBF16, MasterKind::kNone, DType::kBF16, Rounding::kNearest,
-                  true),
-      make_preset("bf16-rem16", DType::kBF16, MasterKind::kRem16, DType::kF32, Rounding::kNearest,
-                  false),
+      make_preset("fp32", DType::kF32, MasterKind::kNone, DType::kF32, kRN, kNoKahan),
+      make_preset("mixed", DType::kBF16, MasterKind::kF32, DType::kF32, kRN, kNoKahan),
+      make_preset("bf16", DType::kBF16, MasterKind::kNone, DType::kBF16, kRN, kNoKahan),
+      make_preset("bf16-sr", DType::kBF16, MasterKind::kNone, DType::kBF16, kSR, kNoKahan),
+      make_preset("bf16-kahan", DType::kBF16, MasterKind::kNone, DType::kBF16, kRN, kKahan),
+      make_preset("bf16-rem16", DType::kBF16, MasterKind::kRem16, DType::kF32, kRN, kNoKahan),
   };
   return all;
 }
@@ -52,19 +36,19 @@ const char* master_name(MasterKind k) {
   return k == MasterKind::kF32 ? "f32" : k == MasterKind::kRem16 ? "rem16" : "none";
 }
 
-const char* rounding_name(Rounding r) { return r == Rounding::kStochastic ? "sr" : "rn"; }
+const char* rounding_name(bool sr) { return sr ? "sr" : "rn"; }
 
-std::string state_name(DType t, Rounding r) {
+std::string state_name(DType t, bool sr) {
   if (t == DType::kF32) return "f32";
-  return std::string("bf16(") + rounding_name(r) + ")";
+  return std::string("bf16(") + rounding_name(sr) + ")";
 }
 
-std::string update_name(const PrecisionStrategy& s) {
-  if (s.weights == DType::kF32) return "f32";
-  if (s.master == MasterKind::kF32) return "rn(master)";
-  if (s.master == MasterKind::kRem16) return "rn(rem16)";
-  if (s.kahan) return "rn+kahan";
-  return rounding_name(s.weight_rounding);
+std::string update_name(const AdamWRule& r) {
+  if (r.weights == DType::kF32) return "f32";
+  if (r.master == MasterKind::kF32) return "rn(master)";
+  if (r.master == MasterKind::kRem16) return "rn(rem16)";
+  if (r.kahan) return "rn+kahan";
+  return rounding_name(r.weight_sr);
 }
 
 // One override parser: the spec string, for messages.
@@ -82,9 +66,10 @@ class SpecParser {
     fail(key + " must be f32 or bf16, got \"" + value + "\"");
   }
 
-  Rounding rounding(const std::string& key, const std::string& value) const {
-    if (value == "rn") return Rounding::kNearest;
-    if (value == "sr") return Rounding::kStochastic;
+  // true for sr (stochastic), false for rn (to nearest).
+  bool stochastic(const std::string& key, const std::string& value) const {
+    if (value == "rn") return false;
+    if (value == "sr") return true;
     fail(key + " must be rn or sr, got \"" + value + "\"");
   }
 
@@ -101,23 +86,23 @@ class SpecParser {
     fail(key + " must be on or off, got \"" + value + "\"");
   }
 
-  void apply(PrecisionStrategy& s, const std::string& key, const std::string& value) const {
+  void apply(AdamWRule& r, const std::string& key, const std::string& value) const {
     if (key == "w") {
-      s.weights = dtype(key, value);
+      r.weights = dtype(key, value);
     } else if (key == "master") {
-      s.master = master(value);
+      r.master = master(value);
     } else if (key == "m") {
-      s.m = dtype(key, value);
+      r.m = dtype(key, value);
     } else if (key == "v") {
-      s.v = dtype(key, value);
+      r.v = dtype(key, value);
     } else if (key == "update") {
-      s.weight_rounding = rounding(key, value);
+      r.weight_sr = stochastic(key, value);
     } else if (key == "mround") {
-      s.m_rounding = rounding(key, value);
+      r.m_sr = stochastic(key, value);
     } else if (key == "vround") {
-      s.v_rounding = rounding(key, value);
+      r.v_sr = stochastic(key, value);
     } else if (key == "kahan") {
-      s.kahan = on_off(key, value);
+      r.kahan = on_off(key, value);
     } else {
       fail("unknown key \"" + key + "\" (expected w, master, m, v, update, mround, vround, kahan)");
     }
@@ -136,22 +121,21 @@ std::string preset_list() {
 }  // namespace
 
 double PrecisionStrategy::bytes_per_param() const {
-  return double(adamw_array_bytes(encode(*this)).total());
+  return double(adamw_array_bytes(rule).total());
 }
 
 std::string PrecisionStrategy::describe() const {
-  return std::string("w=") + dtype_name(weights) + " master=" + master_name(master) +
-         " g=" + dtype_name(weights) + " m=" + state_name(m, m_rounding) +
-         " v=" + state_name(v, v_rounding) + (kahan ? " kahan=bf16" : "") +
-         " update=" + update_name(*this);
+  const AdamWRule& r = rule;
+  return std::string("w=") + dtype_name(r.weights) + " master=" + master_name(r.master) +
+         " g=" + dtype_name(r.weights) + " m=" + state_name(r.m, r.m_sr) +
+         " v=" + state_name(r.v, r.v_sr) + (r.kahan ? " kahan=bf16" : "") +
+         " update=" + update_name(r);
 }
 
-AdamWRule PrecisionStrategy::rule() const {
-  const AdamWRule r = encode(*this);
-  if (const char* why = adamw_rule_error(r)) {
+void PrecisionStrategy::validate() const {
+  if (const char* why = adamw_rule_error(rule)) {
     throw std::invalid_argument("precision \"" + name + "\": " + why);
   }
-  return r;
 }
 
 const std::vector<std::string>& strategy_preset_names() {
@@ -192,12 +176,12 @@ PrecisionStrategy strategy_from_string(const std::string& spec) {
       parser.fail("key \"" + key + "\" given twice");
     }
     seen.push_back(key);
-    parser.apply(s, key, item.substr(eq + 1));
+    parser.apply(s.rule, key, item.substr(eq + 1));
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
   s.name = spec;
-  if (const char* why = adamw_rule_error(encode(s))) parser.fail(why);
+  if (const char* why = adamw_rule_error(s.rule)) parser.fail(why);
   return s;
 }
 

@@ -13,24 +13,23 @@
 
 namespace srkit {
 
-enum class Rounding : uint8_t { kNearest, kStochastic };
-// MasterKind (none | f32 | rem16) is the kernel-level enum of kernels/common/adamw.h.
-
+// A strategy is a name and one AdamWRule (kernels/common/adamw.h): the rule is
+// the single definition of the storage types and roundings of weights, master
+// weights, gradients and moments, shared by the optimizer kernels, the memory
+// model and every report.
 struct PrecisionStrategy {
-  std::string name;              // preset name, or the spec it was parsed from
-  DType weights = DType::kBF16;  // forward weights; activations and gradients use this dtype too
-  MasterKind master = MasterKind::kNone;
-  DType m = DType::kBF16, v = DType::kBF16;
-  Rounding weight_rounding = Rounding::kStochastic;  // bf16 weights without master
-  Rounding m_rounding = Rounding::kNearest, v_rounding = Rounding::kNearest;
-  bool kahan = false;  // bf16 compensation buffer
+  std::string name;  // preset name, or the spec it was parsed from
+  AdamWRule rule;    // valid (strategy_from_string checks it)
 
+  // Forward weights; activations and gradients use this dtype too.
+  DType weights() const { return rule.weights; }
   // weights + master + grads + m + v (+ kahan), bytes per parameter.
   double bytes_per_param() const;
   // One line, e.g. "w=bf16 master=none g=bf16 m=bf16(rn) v=bf16(rn) update=sr".
   std::string describe() const;
-  // The kernel-level encoding; throws std::invalid_argument if inconsistent.
-  AdamWRule rule() const;
+  // Throws std::invalid_argument naming the strategy when the rule is
+  // inconsistent (a hand-built value; strategy_from_string returns valid ones).
+  void validate() const;
 };
 
 // "PRESET[:key=value,...]", keys: w (f32|bf16), master (none|f32|rem16),

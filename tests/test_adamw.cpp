@@ -138,7 +138,7 @@ struct State {
   std::vector<uint8_t> w, g, master, m, v, kahan;
 };
 
-AdamWRule rule_of(const std::string& spec) { return strategy_from_string(spec).rule(); }
+AdamWRule rule_of(const std::string& spec) { return strategy_from_string(spec).rule; }
 
 AdamWHyper hyper(uint64_t step, float lr = 1e-3f) {
   AdamWHyper h{};

@@ -40,7 +40,7 @@ TEST(AuditRng, ContractLanesPassEveryTest) {
 }
 
 TEST(AuditRng, StuckLowBitFailsUniformity) {
-  const BlockSource stuck = [](uint64_t seed, uint32_t purpose, uint64_t step, uint64_t g) {
+  const BlockSource stuck = [](uint64_t seed, RngPurpose purpose, uint64_t step, uint64_t g) {
     Philox4 b = sr_block(seed, purpose, step, g);
     for (uint32_t& w : b.v) w |= 0x00010001u;  // lane bit 0 always 1
     return b;
@@ -52,7 +52,7 @@ TEST(AuditRng, StuckLowBitFailsUniformity) {
 }
 
 TEST(AuditRng, CopiedNeighbourLanesFailSerialCorrelation) {
-  const BlockSource copied = [](uint64_t seed, uint32_t purpose, uint64_t step, uint64_t g) {
+  const BlockSource copied = [](uint64_t seed, RngPurpose purpose, uint64_t step, uint64_t g) {
     Philox4 b = sr_block(seed, purpose, step, g);
     for (uint32_t& w : b.v) w = (w & 0xffffu) | (w << 16);  // odd lane = even lane
     return b;
@@ -64,12 +64,12 @@ TEST(AuditRng, CopiedNeighbourLanesFailSerialCorrelation) {
 }
 
 TEST(AuditRng, IgnoredStepOrSharedPurposeFailTheirCorrelation) {
-  const BlockSource no_step = [](uint64_t seed, uint32_t purpose, uint64_t, uint64_t g) {
+  const BlockSource no_step = [](uint64_t seed, RngPurpose purpose, uint64_t, uint64_t g) {
     return sr_block(seed, purpose, 0, g);
   };
   EXPECT_FALSE(find(run_rng_audit(small(), no_step), "correlation, step").pass);
-  const BlockSource no_purpose = [](uint64_t seed, uint32_t, uint64_t step, uint64_t g) {
-    return sr_block(seed, 1, step, g);
+  const BlockSource no_purpose = [](uint64_t seed, RngPurpose, uint64_t step, uint64_t g) {
+    return sr_block(seed, RngPurpose(1), step, g);
   };
   const RngAuditResult r = run_rng_audit(small(), no_purpose);
   EXPECT_FALSE(find(r, "correlation, purpose").pass);

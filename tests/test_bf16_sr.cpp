@@ -18,7 +18,7 @@
 namespace srkit {
 namespace {
 
-constexpr uint32_t kPurpose = uint32_t(RngPurpose::kCast);
+constexpr RngPurpose kPurpose = RngPurpose::kCast;
 
 uint16_t sr(uint32_t u, uint32_t r) { return float_to_bf16_sr(bits_as_float(u), r).bits; }
 

@@ -15,7 +15,7 @@
 namespace srkit {
 namespace {
 
-constexpr uint32_t kPurpose = uint32_t(RngPurpose::kCast);
+constexpr RngPurpose kPurpose = RngPurpose::kCast;
 
 // Random bit patterns (every class: normals, subnormals, zeros, Inf, NaN) with
 // extra specials sprinkled in.

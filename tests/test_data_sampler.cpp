@@ -53,7 +53,7 @@ TEST(BatchSampler, KnownAnswerFromThePhiloxContract) {
   // pinning it keeps resumed runs and other ranks on the same windows across releases.
   const TokenData data = ramp(1000);
   const BatchSampler sampler(data, 10, 42);
-  const Philox4 block = sr_block(42, kRngPurposeDataWindows, 5, 7);
+  const Philox4 block = sr_block(42, RngPurpose::kDataWindows, 5, 7);
   const uint64_t bits = uint64_t(block.v[0]) | (uint64_t(block.v[1]) << 32);
   const uint64_t expected = uint64_t((static_cast<unsigned __int128>(bits) * 990u) >> 64);
   EXPECT_EQ(sampler.window_start(5, 7), expected);
@@ -172,7 +172,7 @@ TEST(DataRng, UniformBelowHitsEveryValueAndNothingElse) {
   EXPECT_EQ(uniform_below(0, 7), 0u);
   EXPECT_EQ(uniform_below(~uint64_t(0), 7), 6u);
   EXPECT_EQ(uniform_below(uint64_t(1) << 63, 10), 5u);
-  PhiloxStream rng(1, kRngPurposeSynthetic);
+  PhiloxStream rng(1, RngPurpose::kSynthetic);
   std::vector<int> seen(3, 0);
   for (int i = 0; i < 3000; ++i) ++seen[rng.below(3)];
   for (int c : seen) EXPECT_NEAR(c, 1000, 120);  // > 5 sigma (sigma = 25.8)

@@ -28,17 +28,17 @@ MemoryScenario scenario(const std::string& model, const std::string& strategy, i
   return s;
 }
 
-// Activations written out from the shapes in gpt.cpp's comments, independently
-// of GPT::activation_buffers: per layer 18 [B,T,C] tensors (ln1, qkv x3, atty,
-// attproj, residual2, ln2, fch x4, fch_gelu x4, fcproj, residual3) and 4 fp32
-// [B,T] LayerNorm statistics; unstacked 16 [B,T,C] (encoded, lnf, dresidual,
-// dln, datty, dqkv x3, dfch x4, dfch_gelu x4), the logits [B,T,Vp], 5 fp32 or
-// int32 [B,T] (lnf mean, rstd, losses, inputs, targets); attention [B,NH,T,T]
-// for each layer plus preatt, dpreatt and datt.
+// CPU activations written out from the shapes in gpt.cpp's comments,
+// independently of GPT::activation_buffers: per layer 16 [B,T,C] tensors (ln1,
+// qkv x3, atty, residual2, ln2, fch x4, fch_gelu x4, residual3), the attention
+// matrix [B,NH,T,T] and 4 fp32 [B,T] LayerNorm statistics; unstacked 17
+// [B,T,C] (encoded, proj, lnf, dresidual, dln, datty, dqkv x3, dfch x4,
+// dfch_gelu x4), the logits [B,T,Vp], 5 fp32 or int32 [B,T] (lnf mean, rstd,
+// losses, inputs, targets) and the 8-byte mean loss.
 size_t closed_form_activations(const GPTConfig& c, size_t es, size_t B, size_t T) {
   const size_t L = c.num_layers, C = c.channels, NH = c.num_heads, Vp = c.padded_vocab_size();
   const size_t BT = B * T;
-  return es * (BT * (18 * L * C + 16 * C + Vp) + (L + 3) * B * NH * T * T) + 4 * BT * (4 * L + 5);
+  return es * (BT * (16 * L * C + 17 * C + Vp) + L * B * NH * T * T) + 4 * BT * (4 * L + 5) + 8;
 }
 
 TEST(MemoryModel, ActivationListMatchesClosedFormAndWhatTheModelAllocates) {
@@ -46,11 +46,11 @@ TEST(MemoryModel, ActivationListMatchesClosedFormAndWhatTheModelAllocates) {
     const GPTConfig c = gpt_preset(name);
     for (DType dt : {DType::kF32, DType::kBF16}) {
       size_t listed = 0;
-      for (const ActivationBuffer& b : GPT::activation_buffers(c, dt, 3, 17)) {
+      for (const ActivationBuffer& b : GPT::activation_buffers(c, dt, 3, 17, "cpu")) {
         EXPECT_TRUE(b.layers == 1 || b.layers == c.num_layers) << b.name;
         listed += b.bytes;
       }
-      EXPECT_EQ(listed, GPT::activation_bytes(c, dt, 3, 17));
+      EXPECT_EQ(listed, GPT::activation_bytes(c, dt, 3, 17, "cpu"));
       EXPECT_EQ(listed, closed_form_activations(c, dtype_size(dt), 3, 17)) << name;
     }
   }
@@ -62,7 +62,7 @@ TEST(MemoryModel, ActivationListMatchesClosedFormAndWhatTheModelAllocates) {
   std::vector<int32_t> tokens(2 * 16, 5);
   model.forward(tokens.data(), tokens.data(), 2, 16);
   EXPECT_EQ(backend->memory().peak[int(MemCategory::kActivations)],
-            GPT::activation_bytes(c, DType::kBF16, 2, 16));
+            GPT::activation_bytes(c, DType::kBF16, 2, 16, "cpu"));
 }
 
 TEST(MemoryModel, StateBytesPerElementFollowTheStrategy) {
@@ -153,7 +153,7 @@ TEST(MemoryModel, RecomputationKeepsLayerInputsAndOneLayer) {
   s.recompute = true;
   const MemoryEstimate on = estimate_memory(s);
   size_t expect = size_t(32) * 2048 * 4096 * 2;  // checkpoints: L x [B,T,C] bf16
-  for (const ActivationBuffer& b : GPT::activation_buffers(s.model, DType::kBF16, 1, 2048)) {
+  for (const ActivationBuffer& b : GPT::activation_buffers(s.model, DType::kBF16, 1, 2048, "cpu")) {
     expect += b.bytes / size_t(b.layers);
   }
   EXPECT_EQ(on.activations, expect);
@@ -202,7 +202,7 @@ TEST(MemoryModel, PredictionMatchesMeasuredHighWaterMarkForEveryStrategy) {
     for (const std::string& strategy : strategy_preset_names()) {
       const MemoryScenario s = scenario(c.model, strategy, c.B, c.T);
       const MemoryEstimate e = estimate_memory(s);
-      const RunSummary r = run_bench_training(s.model, strategy, c.B, c.T, 1, BenchRunSettings{});
+      const RunSummary r = run_bench_training(s.model, s.strategy, c.B, c.T, 1, BenchRunSettings{});
       const std::string where = std::string(c.model) + " " + strategy;
       for (MemCategory cat : {MemCategory::kWeights, MemCategory::kMaster, MemCategory::kGrads,
                               MemCategory::kOptState, MemCategory::kActivations}) {
@@ -218,17 +218,16 @@ TEST(MemoryModel, PredictionMatchesMeasuredHighWaterMarkForEveryStrategy) {
 
 // sr-bench plants out-of-memory cells with TrainConfig::mem_limit_bytes. The
 // predicted accounted bytes (everything but the GEMM scratch, which the
-// backend does not allocate) are what the run needs: one byte less stops it
-// with OutOfMemory; with 1 KiB more it runs (the slack covers the trainer's
-// transient staging buffers of a few bytes, e.g. for gathering norms).
+// backend does not allocate) are what the run needs, exactly: one byte less
+// stops it with OutOfMemory, and at the limit it runs.
 TEST(MemoryModel, PredictedAccountedBytesAreWhatTheAllocationLimitMustAllow) {
   const MemoryScenario s = scenario("tiny", "bf16-kahan", 2, 32);
   const size_t accounted = estimate_memory(s).accounted();
   BenchRunSettings settings;
-  settings.mem_limit_bytes = accounted + 1024;
-  EXPECT_NO_THROW(run_bench_training(s.model, "bf16-kahan", 2, 32, 1, settings));
+  settings.mem_limit_bytes = accounted;
+  EXPECT_NO_THROW(run_bench_training(s.model, s.strategy, 2, 32, 1, settings));
   settings.mem_limit_bytes = accounted - 1;
-  EXPECT_THROW(run_bench_training(s.model, "bf16-kahan", 2, 32, 1, settings), OutOfMemory);
+  EXPECT_THROW(run_bench_training(s.model, s.strategy, 2, 32, 1, settings), OutOfMemory);
 }
 
 }  // namespace

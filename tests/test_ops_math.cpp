@@ -7,7 +7,7 @@
 #include <cstring>
 #include <limits>
 
-#include "kernels/cpu/ops_math.h"
+#include "kernels/common/math.h"
 
 namespace srkit::cpu {
 namespace {

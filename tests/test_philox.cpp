@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <set>
+#include <stdexcept>
 #include <tuple>
+#include <vector>
 
 #include "kernels/common/philox.h"
 #include "kernels/common/sr_bits.h"
@@ -42,11 +44,11 @@ TEST(Philox, Random123KnownAnswers) {
 TEST(SrBits, CounterAndKeyLayout) {
   const uint64_t seed = 0x0123456789abcdefull, step = 0x0000beefcafe1234ull;
   const uint64_t group = 0x00000007fffffffeull;
-  const uint32_t purpose = 4;
-  EXPECT_EQ(sr_subsequence(purpose, step), (uint64_t(purpose) << 48) | step);
-  EXPECT_EQ(sr_subsequence(purpose, kSrMaxStep), (uint64_t(purpose) << 48) | kSrMaxStep);
-  const Philox4 expected = philox4x32_10(0xfffffffeu, 0x7u, 0xcafe1234u, (purpose << 16) | 0xbeefu,
-                                         0x89abcdefu, 0x01234567u);
+  const RngPurpose purpose = RngPurpose::kCast;  // 4
+  EXPECT_EQ(sr_subsequence(purpose, step), (uint64_t(4) << 48) | step);
+  EXPECT_EQ(sr_subsequence(purpose, kSrMaxStep), (uint64_t(4) << 48) | kSrMaxStep);
+  const Philox4 expected =
+      philox4x32_10(0xfffffffeu, 0x7u, 0xcafe1234u, (4u << 16) | 0xbeefu, 0x89abcdefu, 0x01234567u);
   const Philox4 got = sr_block(seed, purpose, step, group);
   for (int w = 0; w < 4; ++w) EXPECT_EQ(got.v[w], expected.v[w]) << "word " << w;
 }
@@ -54,7 +56,7 @@ TEST(SrBits, CounterAndKeyLayout) {
 // Element i uses word (i % 8) / 2 of block i / 8: the low half for even i.
 TEST(SrBits, LaneLayout) {
   const uint64_t seed = 42, step = 7;
-  const uint32_t purpose = uint32_t(RngPurpose::kCast);
+  const RngPurpose purpose = RngPurpose::kCast;
   for (uint64_t group : {uint64_t(0), uint64_t(5), uint64_t(1) << 33}) {
     const Philox4 b = sr_block(seed, purpose, step, group);
     for (unsigned k = 0; k < 8; ++k) {
@@ -68,9 +70,9 @@ TEST(SrBits, LaneLayout) {
 
 TEST(SrBits, PureFunction) {
   for (uint64_t i = 0; i < 1000; ++i) {
-    EXPECT_EQ(sr_bits16(9, 2, 3, i), sr_bits16(9, 2, 3, i));
-    EXPECT_EQ(sr_bits16(9, RngPurpose::kFirstMoment, 3, i), sr_bits16(9, 2, 3, i));
-    EXPECT_LE(sr_bits16(9, 2, 3, i), 0xffffu);
+    EXPECT_EQ(sr_bits16(9, RngPurpose(2), 3, i), sr_bits16(9, RngPurpose(2), 3, i));
+    EXPECT_EQ(sr_bits16(9, RngPurpose::kFirstMoment, 3, i), sr_bits16(9, RngPurpose(2), 3, i));
+    EXPECT_LE(sr_bits16(9, RngPurpose(2), 3, i), 0xffffu);
   }
 }
 
@@ -78,7 +80,7 @@ TEST(SrBits, PureFunction) {
 // to be equal by accident), so no two streams share bits.
 TEST(SrBits, EveryInputMatters) {
   auto block = [](uint64_t seed, uint32_t purpose, uint64_t step, uint64_t group) {
-    const Philox4 b = sr_block(seed, purpose, step, group);
+    const Philox4 b = sr_block(seed, RngPurpose(uint16_t(purpose)), step, group);
     return std::make_tuple(b.v[0], b.v[1], b.v[2], b.v[3]);
   };
   const auto base = block(1, 1, 1, 1);
@@ -101,13 +103,25 @@ TEST(SrBits, EveryInputMatters) {
   EXPECT_EQ(seen.size(), 4096u + 63u + 15u);
 }
 
+// A step past the contract's 48 bits would spill into the purpose: it is
+// refused, not masked.
+TEST(SrBits, StepOutsideTheBudgetIsRejected) {
+  EXPECT_NO_THROW(check_sr_step("test", kSrMaxStep));
+  EXPECT_THROW(check_sr_step("test", kSrMaxStep + 1), std::invalid_argument);
+  std::vector<float> in(16, 1.0f);
+  std::vector<bf16> out(16);
+  EXPECT_THROW(cpu::cast_f32_to_bf16_sr(in.data(), out.data(), in.size(), 1, RngPurpose::kCast,
+                                        kSrMaxStep + 1, 0),
+               std::invalid_argument);
+}
+
 // The lanes look uniform: over 2^20 draws each of the 16 bits is set about
 // half the time (binomial, 6 sigma = 0.003).
 TEST(SrBits, BitsBalanced) {
   constexpr int kDraws = 1 << 20;
   int ones[16] = {};
   for (uint64_t i = 0; i < kDraws; ++i) {
-    const uint32_t r = sr_bits16(123, 4, 0, i);
+    const uint32_t r = sr_bits16(123, RngPurpose::kCast, 0, i);
     for (int b = 0; b < 16; ++b) ones[b] += (r >> b) & 1u;
   }
   for (int b = 0; b < 16; ++b) EXPECT_NEAR(double(ones[b]) / kDraws, 0.5, 0.003) << "bit " << b;
@@ -122,10 +136,10 @@ TEST(SrBits, BatchOf64MatchesContract) {
     for (uint64_t group0 : groups) {
       for (uint64_t step : {uint64_t(0), uint64_t(99), kSrMaxStep}) {
         uint16_t fast[cpu::kSrBitsBatch], portable[cpu::kSrBitsBatch];
-        cpu::sr_bits16_x64(seed, 3, step, group0, fast);
-        cpu::detail::sr_bits16_x64_portable(seed, 3, step, group0, portable);
+        cpu::sr_bits16_x64(seed, RngPurpose(3), step, group0, fast);
+        cpu::detail::sr_bits16_x64_portable(seed, RngPurpose(3), step, group0, portable);
         for (size_t e = 0; e < cpu::kSrBitsBatch; ++e) {
-          const uint32_t expected = sr_bits16(seed, 3, step, 8 * group0 + e);
+          const uint32_t expected = sr_bits16(seed, RngPurpose(3), step, 8 * group0 + e);
           ASSERT_EQ(fast[e], expected) << "group0 " << group0 << " element " << e;
           ASSERT_EQ(portable[e], expected) << "group0 " << group0 << " element " << e;
         }

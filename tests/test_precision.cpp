@@ -29,30 +29,30 @@ TEST(Precision, BytesPerParamAsInDesign) {
 
 TEST(Precision, PresetComponents) {
   const PrecisionStrategy fp32 = strategy_from_string("fp32");
-  EXPECT_EQ(fp32.weights, DType::kF32);
-  EXPECT_EQ(fp32.master, MasterKind::kNone);
-  EXPECT_EQ(fp32.m, DType::kF32);
-  EXPECT_EQ(fp32.v, DType::kF32);
+  EXPECT_EQ(fp32.rule.weights, DType::kF32);
+  EXPECT_EQ(fp32.rule.master, MasterKind::kNone);
+  EXPECT_EQ(fp32.rule.m, DType::kF32);
+  EXPECT_EQ(fp32.rule.v, DType::kF32);
 
   const PrecisionStrategy mixed = strategy_from_string("mixed");
-  EXPECT_EQ(mixed.weights, DType::kBF16);
-  EXPECT_EQ(mixed.master, MasterKind::kF32);
-  EXPECT_EQ(mixed.m, DType::kF32);
+  EXPECT_EQ(mixed.rule.weights, DType::kBF16);
+  EXPECT_EQ(mixed.rule.master, MasterKind::kF32);
+  EXPECT_EQ(mixed.rule.m, DType::kF32);
 
-  const AdamWRule sr = strategy_from_string("bf16-sr").rule();
+  const AdamWRule sr = strategy_from_string("bf16-sr").rule;
   EXPECT_EQ(sr.weights, DType::kBF16);
   EXPECT_TRUE(sr.weight_sr);
   EXPECT_FALSE(sr.m_sr || sr.v_sr || sr.kahan);
   EXPECT_EQ(sr.m, DType::kBF16);
 
-  const AdamWRule rn = strategy_from_string("bf16").rule();
+  const AdamWRule rn = strategy_from_string("bf16").rule;
   EXPECT_FALSE(rn.weight_sr);
 
-  const AdamWRule kahan = strategy_from_string("bf16-kahan").rule();
+  const AdamWRule kahan = strategy_from_string("bf16-kahan").rule;
   EXPECT_TRUE(kahan.kahan);
   EXPECT_FALSE(kahan.weight_sr);
 
-  const AdamWRule rem16 = strategy_from_string("bf16-rem16").rule();
+  const AdamWRule rem16 = strategy_from_string("bf16-rem16").rule;
   EXPECT_EQ(rem16.master, MasterKind::kRem16);
   EXPECT_EQ(rem16.m, DType::kF32);
   EXPECT_EQ(rem16.v, DType::kF32);
@@ -76,16 +76,16 @@ TEST(Precision, Describe) {
 TEST(Precision, Overrides) {
   PrecisionStrategy s = strategy_from_string("bf16-sr:v=f32");
   EXPECT_EQ(s.name, "bf16-sr:v=f32");
-  EXPECT_EQ(s.v, DType::kF32);
+  EXPECT_EQ(s.rule.v, DType::kF32);
   EXPECT_EQ(s.bytes_per_param(), 10.0);
-  EXPECT_EQ(s.weight_rounding, Rounding::kStochastic);
+  EXPECT_TRUE(s.rule.weight_sr);
 
   s = strategy_from_string("bf16:update=sr,mround=sr,vround=sr");
-  const AdamWRule r = s.rule();
+  const AdamWRule r = s.rule;
   EXPECT_TRUE(r.weight_sr && r.m_sr && r.v_sr);
 
   s = strategy_from_string("bf16:kahan=on");
-  EXPECT_TRUE(s.kahan);
+  EXPECT_TRUE(s.rule.kahan);
   EXPECT_EQ(s.bytes_per_param(), 10.0);
 
   s = strategy_from_string("mixed:master=rem16");  // the bf16-rem16 preset, spelled out
@@ -93,14 +93,14 @@ TEST(Precision, Overrides) {
 
   s = strategy_from_string("fp32:m=bf16,v=bf16,mround=sr");
   EXPECT_EQ(s.bytes_per_param(), 12.0);
-  EXPECT_TRUE(s.rule().m_sr);
+  EXPECT_TRUE(s.rule.m_sr);
 
   s = strategy_from_string("bf16-kahan:kahan=off");
-  EXPECT_FALSE(s.kahan);
+  EXPECT_FALSE(s.rule.kahan);
 
   s = strategy_from_string("mixed:master=none,w=f32");  // keys apply before validation
-  EXPECT_EQ(s.weights, DType::kF32);
-  EXPECT_EQ(s.master, MasterKind::kNone);
+  EXPECT_EQ(s.rule.weights, DType::kF32);
+  EXPECT_EQ(s.rule.master, MasterKind::kNone);
 }
 
 // The message names the spec and the problem, on one line.
@@ -147,12 +147,12 @@ TEST(Precision, MeaninglessCombinations) {
   expect_rejected("bf16-rem16:vround=sr", "vround=sr needs v=bf16");
 }
 
-TEST(Precision, RuleRejectsInconsistentHandBuiltStrategy) {
-  PrecisionStrategy s;  // defaults: bf16, SR
+TEST(Precision, ValidateRejectsInconsistentHandBuiltStrategy) {
+  PrecisionStrategy s = strategy_from_string("bf16-sr");
   s.name = "custom";
-  EXPECT_TRUE(s.rule().weight_sr);
-  s.master = MasterKind::kF32;  // SR weights with a master
-  EXPECT_THROW(s.rule(), std::invalid_argument);
+  EXPECT_NO_THROW(s.validate());
+  s.rule.master = MasterKind::kF32;  // SR weights with a master
+  EXPECT_THROW(s.validate(), std::invalid_argument);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/backend/backend.h"
 #include "lib/model/gpt_config.h"
 #include "lib/model/param_layout.h"
 #include "lib/train/shadow_probe.h"
@@ -25,7 +26,7 @@ namespace {
 TrainConfig tiny(const std::string& out, const std::string& strategy) {
   TrainConfig c;
   c.model = "tiny";
-  c.strategy = strategy;
+  c.strategy = strategy_from_string(strategy);
   c.batch = 4;
   c.seq_len = 32;
   c.steps = 24;
@@ -83,9 +84,10 @@ TEST(ShadowProbe, SamplesCoverEveryTensorDeterministically) {
   const GPTConfig mc = TrainConfig{}.model_config();
   const ParamLayout layout(mc);
   const size_t T = layout.tensors().size();
-  const ShadowProbe a(layout, int(3 * T), 5, 0, layout.total_size());
-  const ShadowProbe b(layout, int(3 * T), 5, 0, layout.total_size());
-  const ShadowProbe c(layout, int(3 * T), 6, 0, layout.total_size());
+  auto backend = make_cpu_backend(1);
+  const ShadowProbe a(*backend, layout, int(3 * T), 5, 0, layout.total_size());
+  const ShadowProbe b(*backend, layout, int(3 * T), 5, 0, layout.total_size());
+  const ShadowProbe c(*backend, layout, int(3 * T), 6, 0, layout.total_size());
   EXPECT_EQ(a.indices(), b.indices());
   EXPECT_NE(a.indices(), c.indices());
   std::set<std::string> hit;
@@ -97,7 +99,7 @@ TEST(ShadowProbe, SamplesCoverEveryTensorDeterministically) {
   EXPECT_EQ(hit.size(), T) << "every tensor holds a sample";
   // A ZeRO shard: samples stay inside it.
   const size_t lo = layout.total_size() / 3, hi = 2 * layout.total_size() / 3;
-  const ShadowProbe shard(layout, 50, 5, lo, hi);
+  const ShadowProbe shard(*backend, layout, 50, 5, lo, hi);
   for (size_t i : shard.indices()) {
     EXPECT_GE(i, lo);
     EXPECT_LT(i, hi);
@@ -106,8 +108,9 @@ TEST(ShadowProbe, SamplesCoverEveryTensorDeterministically) {
 
 TEST(ShadowProbe, BadSettingsThrow) {
   const ParamLayout layout(TrainConfig{}.model_config());
-  EXPECT_THROW(ShadowProbe(layout, 0, 1, 0, layout.total_size()), std::invalid_argument);
-  EXPECT_THROW(ShadowProbe(layout, 4, 1, 5, 5), std::invalid_argument);
+  auto backend = make_cpu_backend(1);
+  EXPECT_THROW(ShadowProbe(*backend, layout, 0, 1, 0, layout.total_size()), std::invalid_argument);
+  EXPECT_THROW(ShadowProbe(*backend, layout, 4, 1, 5, 5), std::invalid_argument);
   TrainConfig c = tiny("/tmp", "bf16");
   c.shadow_every = 0;
   EXPECT_THROW(c.validate(), std::invalid_argument);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/backend/backend.h"
 #include "lib/bench/flops.h"
 #include "lib/bench/list_args.h"
 #include "lib/bench/peak.h"
@@ -34,8 +35,8 @@ TEST(BenchPeak, DatasheetTable) {
   EXPECT_DOUBLE_EQ(*datasheet_bf16_gflops("NVIDIA H100 PCIe"), 756e3);
   EXPECT_DOUBLE_EQ(*datasheet_bf16_gflops("NVIDIA A100-SXM4-80GB"), 312e3);
   EXPECT_FALSE(datasheet_bf16_gflops("NVIDIA GeForce GTX 1080").has_value());
-  EXPECT_DOUBLE_EQ(device_peak("cpu", 123.0).gflops, 123.0);  // the override wins
-  EXPECT_THROW(device_peak("tpu", 0.0), std::invalid_argument);
+  auto backend = make_cpu_backend(1);
+  EXPECT_DOUBLE_EQ(device_peak(*backend, 123.0).gflops, 123.0);  // the override wins
 }
 
 TEST(BenchPeak, SgemmProbeReportsAPositiveRate) {
@@ -49,8 +50,12 @@ TEST(BenchLists, SplitParseAndNameTheFlag) {
   EXPECT_THROW(split_list("a,,b", "--x"), std::invalid_argument);
   EXPECT_THROW(split_list("", "--x"), std::invalid_argument);
   // Overrides of one strategy stay together; a new preset starts a new item.
-  EXPECT_EQ(split_strategy_list("mixed,bf16-sr:m=f32,v=f32,bf16", "--strategies"),
-            (std::vector<std::string>{"mixed", "bf16-sr:m=f32,v=f32", "bf16"}));
+  std::vector<std::string> names;
+  for (const PrecisionStrategy& s :
+       parse_strategy_list("mixed,bf16-sr:m=f32,v=f32,bf16", "--strategies")) {
+    names.push_back(s.name);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"mixed", "bf16-sr:m=f32,v=f32", "bf16"}));
   EXPECT_EQ(parse_int_list("1,8,32", "--batches", 1, 64), (std::vector<int>{1, 8, 32}));
   for (const char* bad : {"0", "x", "2,", "65", "1.5"}) {
     try {
@@ -61,7 +66,7 @@ TEST(BenchLists, SplitParseAndNameTheFlag) {
     }
   }
   try {
-    split_strategy_list("mixed,bf17", "--strategies");
+    parse_strategy_list("mixed,bf17", "--strategies");
     ADD_FAILURE();
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("bf17"), std::string::npos);
@@ -104,7 +109,7 @@ int count(const std::string& s, char ch) { return int(std::count(s.begin(), s.en
 
 TEST(BenchReport, OomRowsKeepTheTableShapeAndSummariesCountCells) {
   TrainMatrixResult r;
-  r.options.strategies = {"mixed", "bf16-sr"};
+  r.options.strategies = {strategy_from_string("mixed"), strategy_from_string("bf16-sr")};
   r.cells = {cell("mixed", 2, 10.0, 1000), cell("bf16-sr", 2, 8.0, 600)};
   r.cells[0].status = "OOM";
   r.cells[0].message = "cpu: out of memory";

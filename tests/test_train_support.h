@@ -16,7 +16,7 @@ inline TrainConfig tiny_config(const std::filesystem::path& out, const std::stri
                                uint64_t steps) {
   TrainConfig c;
   c.model = "tiny";
-  c.strategy = strategy;
+  c.strategy = strategy_from_string(strategy);
   c.batch = 4;
   c.seq_len = 32;
   c.steps = steps;

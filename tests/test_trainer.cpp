@@ -7,8 +7,10 @@
 // tests/mpi/test_train_mpi.cpp.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -114,6 +116,39 @@ TEST(Trainer, SameSeedSameBitsDifferentSeedDifferentBits) {
   const auto ta = read_all(a.checkpoint), tb = read_all(b.checkpoint), tc = read_all(c.checkpoint);
   EXPECT_TRUE(ta == tb);
   EXPECT_FALSE(ta == tc);
+}
+
+// The execution model (docs/architecture.md): once the first step has sized
+// every buffer, a step allocates nothing and reads the host once (the step
+// record with losses, norm and clip), for every strategy and with gradient
+// accumulation.
+TEST(Trainer, StepsAfterTheFirstAllocateNothingAndReadTheHostOnce) {
+  for (const char* strategy : {"bf16-sr", "mixed", "fp32", "bf16-kahan"}) {
+    TrainConfig c = tiny(fresh_dir(std::string("exec_") + strategy), strategy, 6);
+    c.grad_accum = 2;
+    const RunSummary r = Trainer(c).run();
+    EXPECT_EQ(r.allocations_after_first_step, 0u) << strategy;
+    EXPECT_EQ(r.host_reads_after_first_step, 5u) << strategy;
+  }
+}
+
+// --log-interval: step records (and the optimizer telemetry in them) only every
+// N steps and at the last; the run itself is unchanged.
+TEST(Trainer, LogIntervalThinsTheStepRecordsOnly) {
+  const fs::path a_dir = fresh_dir("log_every_1"), b_dir = fresh_dir("log_every_3");
+  TrainConfig a = tiny(a_dir, "bf16-sr", 7), b = tiny(b_dir, "bf16-sr", 7);
+  b.log_interval = 3;
+  const RunSummary ra = Trainer(a).run(), rb = Trainer(b).run();
+  EXPECT_TRUE(read_all(ra.checkpoint) == read_all(rb.checkpoint));
+  std::vector<uint64_t> logged;
+  std::ifstream log(rb.log_file);
+  for (std::string line; std::getline(log, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    if (j["type"] != "step") continue;
+    logged.push_back(j["step"].get<uint64_t>());
+    EXPECT_GT(j["weight_rms"].get<double>(), 0.0) << "telemetry present on logged steps";
+  }
+  EXPECT_EQ(logged, (std::vector<uint64_t>{3, 6, 7}));
 }
 
 TEST(Trainer, ThreadCountDoesNotChangeTheResult) {
@@ -327,7 +362,7 @@ TEST(Checkpoint, AShardedOptimizerLoadsItsRangeOfTheWholeState) {
   const TrainConfig c = tiny(dir, "mixed", 3);
   auto backend = make_cpu_backend(1);
   const PrecisionStrategy strategy = strategy_from_string("mixed");
-  GPT model(*backend, c.model_config(), strategy.weights);
+  GPT model(*backend, c.model_config(), strategy.weights());
   const ShardPlan plan(model.layout().total_size(), 2);
   Optimizer shard(model, strategy, c.seed, plan.begin(1), plan.end(1));
   load_checkpoint(r.checkpoint, model, shard);
@@ -347,26 +382,53 @@ TEST(Checkpoint, AShardedOptimizerLoadsItsRangeOfTheWholeState) {
                std::logic_error);
 }
 
+// One rank: every collective is the identity, and a step's record goes through
+// the device and comes back in one read.
 TEST(DataParallel, OneRankCollectivesAreTheIdentity) {
   TrainConfig c = tiny(fresh_dir("dp_one"), "bf16-sr", 1);
   auto backend = make_cpu_backend(1);
   GPT model(*backend, c.model_config(), DType::kBF16);
   auto comm = make_single_communicator();
   PhaseTimers timers;
-  DataParallel dp(*comm, model, 1, &timers);
+  DataParallel dp(*comm, model, 1, /*grad_accum=*/3, &timers);
   EXPECT_EQ(dp.optimizer_begin(), 0u);
   EXPECT_EQ(dp.optimizer_end(), model.layout().total_size());
   const auto all = dp.all_gather({1.5, -2.0, 1e300});
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0], (std::vector<double>{1.5, -2.0, 1e300}));
-  const DataParallel::StepTotals t = dp.exchange_step({2.0, 3.0, 7.0}, 16.0, 15);
+  // Gradients with a sum of squares of 16: 0.5 in 64 elements.
+  const size_t n = model.layout().total_size();
+  std::vector<bf16> g(n, bf16{0});
+  for (size_t i = 0; i < 64; ++i) g[i] = float_to_bf16_rn(0.5f);
+  backend->copy_to_device(model.grads(), g.data(), n * sizeof(bf16));
+  const double losses[] = {2.0, 3.0, 7.0};
+  for (int k = 0; k < 3; ++k) backend->copy_to_device(dp.loss_slot(k), &losses[k], sizeof(double));
+  dp.reduce_gradients();
+  const BackendCounters before = backend->counters();
+  dp.exchange(15, /*max_norm=*/1.0f);
+  const DataParallel::StepTotals t = dp.finish_step(/*with_telemetry=*/false);
+  EXPECT_EQ(backend->counters().host_reads - before.host_reads, 1u) << "one read per step";
+  EXPECT_EQ(backend->counters().allocations, before.allocations) << "nothing allocated per step";
   EXPECT_EQ(t.loss, 2.0 / 3 + 3.0 / 3 + 7.0 / 3);  // each micro-batch's share, in order
   EXPECT_EQ(t.grad_norm, 4.0);
+  EXPECT_EQ(t.clip_scale, 0.25f);
+  EXPECT_TRUE(t.finite);
   EXPECT_EQ(t.stop_signal, 15);
   EXPECT_TRUE(dp.check_replicas().identical);
-  dp.reduce_gradients();
-  dp.gather_weights();
   EXPECT_EQ(timers.stats().count("communication"), 0u) << "one rank communicates nothing";
+}
+
+// A non-finite loss or gradient makes the clip say "do not step".
+TEST(DataParallel, NonFiniteLossStopsTheStep) {
+  TrainConfig c = tiny(fresh_dir("dp_nan"), "bf16-sr", 1);
+  auto backend = make_cpu_backend(1);
+  GPT model(*backend, c.model_config(), DType::kBF16);
+  auto comm = make_single_communicator();
+  DataParallel dp(*comm, model, 0, 1, nullptr);
+  const double nan = std::nan("");
+  backend->copy_to_device(dp.loss_slot(0), &nan, sizeof nan);
+  dp.exchange(0, 1.0f);
+  EXPECT_FALSE(dp.finish_step(false).finite);
 }
 
 }  // namespace

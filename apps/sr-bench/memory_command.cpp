@@ -63,15 +63,14 @@ void measure_rows(std::vector<MemoryRow>& rows, const MemoryArgs& a) {
     std::fprintf(stderr, "measuring %s %s B=%d T=%d (one step)\n", s.model.name.c_str(),
                  s.strategy.name.c_str(), s.batch, s.seq_len);
     row.measured_total =
-        run_bench_training(s.model, s.strategy.name, s.batch, s.seq_len, 1, settings)
-            .memory.total_peak;
+        run_bench_training(s.model, s.strategy, s.batch, s.seq_len, 1, settings).memory.total_peak;
   }
 }
 
 int run_memory(const MemoryArgs& a) {
   MemoryMatrixOptions o;
   o.models = model_configs(a);
-  if (!a.strategies.empty()) o.strategies = split_strategy_list(a.strategies, "--strategies");
+  if (!a.strategies.empty()) o.strategies = parse_strategy_list(a.strategies, "--strategies");
   o.worlds = parse_int_list(a.worlds, "--world", 1, 1 << 20);
   o.zeros = parse_int_list(a.zeros, "--zero", 0, 2);
   o.batches = parse_int_list(a.batches, "--batches", 1, 1 << 20);

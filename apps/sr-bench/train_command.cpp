@@ -32,8 +32,7 @@ struct TrainArgs {
 int run_train(const TrainArgs& a) {
   TrainMatrixOptions o = a.options;
   o.models = parse_model_list(a.models, "--models");
-  o.strategies = a.strategies.empty() ? strategy_preset_names()
-                                      : split_strategy_list(a.strategies, "--strategies");
+  if (!a.strategies.empty()) o.strategies = parse_strategy_list(a.strategies, "--strategies");
   o.batches = parse_int_list(a.batches, "--batches", 1, 1 << 20);
   if (!(a.mem_limit_mb >= 0.0)) {
     throw std::invalid_argument("--mem-limit-mb must be >= 0 (0: no limit)");

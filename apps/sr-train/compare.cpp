@@ -82,15 +82,15 @@ int run_single(const TrainConfig& config, Communicator& comm, const std::string&
 int run_compare(const TrainConfig& config, Communicator& comm, const std::string& strategies,
                 const std::string& json_path) {
   // Overrides may contain commas (bf16-sr:m=f32,v=f32); validated before any training.
-  const std::vector<std::string> names = split_strategy_list(strategies, "--compare");
+  const std::vector<PrecisionStrategy> parsed = parse_strategy_list(strategies, "--compare");
   TrainConfig base = config;
   base.validate();
   std::vector<RunSummary> runs;
   nlohmann::json all = {{"config", base.to_json(comm.world_size())},
                         {"runs", nlohmann::json::array()}};
-  for (const std::string& name : names) {
+  for (const PrecisionStrategy& strategy : parsed) {
     TrainConfig c = base;
-    c.strategy = name;
+    c.strategy = strategy;
     c.log_file.clear();  // one log per strategy: OUT/<strategy>.jsonl
     Trainer trainer(c, comm);
     runs.push_back(trainer.run());

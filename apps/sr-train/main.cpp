@@ -30,10 +30,20 @@ void add_flags(CLI::App& app, srkit::TrainConfig& c, std::string& compare, std::
   app.add_option("--heads", c.heads, "override: attention heads");
   app.add_option("--vocab", c.vocab, "override: vocabulary size");
   app.add_option("--max-seq-len", c.max_seq_len, "override: maximum sequence length");
-  app.add_option("--strategy", c.strategy,
-                 "precision strategy: " + join(srkit::strategy_preset_names()) +
-                     ", optionally with overrides, e.g. bf16-sr:v=f32,vround=sr")
-      ->capture_default_str();
+  // Parsed here, once: the run receives the PrecisionStrategy.
+  app.add_option_function<std::string>(
+         "--strategy",
+         [&c](const std::string& spec) {
+           try {
+             c.strategy = srkit::strategy_from_string(spec);
+           } catch (const std::invalid_argument& e) {
+             throw CLI::ValidationError("--strategy", e.what());
+           }
+         },
+         "precision strategy: " + join(srkit::strategy_preset_names()) +
+             ", optionally with overrides, e.g. bf16-sr:v=f32,vround=sr (default " +
+             c.strategy.name + ")")
+      ->type_name("SPEC");
   app.add_option("--compare", compare,
                  "comma-separated strategies to train one after another on the same model, "
                  "data and seed; prints a table");
@@ -69,6 +79,10 @@ void add_flags(CLI::App& app, srkit::TrainConfig& c, std::string& compare, std::
   app.add_option("--eval-interval", c.eval_interval, "steps between evaluations (0: end only)")
       ->capture_default_str();
   app.add_option("--eval-batches", c.eval_batches, "validation batches per evaluation")
+      ->capture_default_str();
+  app.add_option("--log-interval", c.log_interval,
+                 "steps between JSONL step records (the optimizer's rounding telemetry is "
+                 "computed only on those steps)")
       ->capture_default_str();
   app.add_option("--out", c.out_dir, "directory for logs, checkpoints and tables")
       ->capture_default_str();

@@ -146,7 +146,7 @@ void bm_cast(benchmark::State& state, CastKind kind, size_t n) {
         cuda::cast_f32_to_bf16_rn(f, b, n);
         break;
       case CastKind::kSr:
-        cuda::cast_f32_to_bf16_sr(f, b, n, /*seed=*/1234, uint32_t(srkit::RngPurpose::kCast),
+        cuda::cast_f32_to_bf16_sr(f, b, n, /*seed=*/1234, srkit::RngPurpose::kCast,
                                   /*step=*/1, /*base_index=*/0);
         break;
       case CastKind::kWiden:
@@ -176,7 +176,7 @@ std::string traffic_label(const srkit::AdamWRule& r) {
 }
 
 void bm_adamw(benchmark::State& state, const std::string& strategy, size_t n) {
-  const srkit::AdamWRule rule = srkit::strategy_from_string(strategy).rule();
+  const srkit::AdamWRule rule = srkit::strategy_from_string(strategy).rule;
   const srkit::AdamWArrayBytes b = srkit::adamw_array_bytes(rule);
   DeviceBuffer w(b.weights * n), g(b.grads * n), master(b.master * n), m(b.m * n), v(b.v * n),
       kahan(b.kahan * n);

@@ -15,33 +15,57 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 #include "kernels/common/hd.h"
 #include "kernels/common/philox.h"
 
 namespace srkit {
 
-// Why a stream of bits is drawn. Distinct purposes never share bits, so the
-// weight update, the moment updates and an audit at the same step are independent.
-enum class RngPurpose : uint32_t {
+// Why a stream of bits is drawn: every random stream of srkit is one of these
+// purposes, and distinct purposes never share bits (the weight update, the
+// moment updates, an audit and the data order at the same step are independent).
+// The 16-bit underlying type is the contract's budget for purposes, so a value
+// that would not fit cannot be written.
+enum class RngPurpose : uint16_t {
   kWeightUpdate = 1,
   kFirstMoment = 2,
   kSecondMoment = 3,
-  kCast = 4,      // array casts (benchmarks, audits, tests)
-  kGradient = 5,  // gradient rounding (e.g. bf16 reductions)
-  kKahan = 6,     // compensation buffer updates
-  kUser = 16,     // first value free for experiments
+  kCast = 4,               // array casts (benchmarks, audits, tests)
+  kGradient = 5,           // gradient rounding (e.g. bf16 reductions)
+  kKahan = 6,              // compensation buffer updates
+  kInit = 7,               // weight initialisation (GPT::init_weights)
+  kSample = 8,             // token sampling after training (generate)
+  kUser = 16,              // first value free for experiments (sr-audit accumulate draws here)
+  kDataWindows = 0xDA7A,   // BatchSampler window starts
+  kSynthetic = 0xDA7B,     // the built-in synthetic corpus
+  kShadowSample = 0xFFFE,  // which parameters the shadow-FP32 probe follows
+  kAuditData = 0xFFFF,     // sr-audit input values
 };
 
 constexpr int kSrElementsPerPhilox = 8;
 constexpr uint64_t kSrMaxStep = (uint64_t(1) << 48) - 1;
 
-SRKIT_HD uint64_t sr_subsequence(uint32_t purpose, uint64_t step) {
-  return (uint64_t(purpose) << 48) | (step & kSrMaxStep);
+// Host-side guard of the step budget: a step past 2^48 - 1 would spill into the
+// purpose bits, so every entry point that takes a step from outside calls this
+// instead of letting the bits be masked silently.
+inline void check_sr_step(const char* who, uint64_t step) {
+  if (step > kSrMaxStep) {
+    throw std::invalid_argument(std::string(who) + ": step " + std::to_string(step) +
+                                " exceeds the random-bits contract's 2^48 - 1");
+  }
 }
 
-// 128 bits = the 16-bit lanes of elements 8*group .. 8*group+7.
-SRKIT_HD Philox4 sr_block(uint64_t seed, uint32_t purpose, uint64_t step, uint64_t group) {
+// step <= kSrMaxStep (check_sr_step): the purpose occupies the top 16 bits.
+SRKIT_HD uint64_t sr_subsequence(RngPurpose purpose, uint64_t step) {
+  return (uint64_t(purpose) << 48) | step;
+}
+
+// The contract's 128-bit block number `group` of stream (seed, purpose, step):
+// for SR, the 16-bit lanes of elements 8*group .. 8*group+7; streams that want
+// whole words (initialisation, sampling, data order) index it by their own counter.
+SRKIT_HD Philox4 sr_block(uint64_t seed, RngPurpose purpose, uint64_t step, uint64_t group) {
   const uint64_t sub = sr_subsequence(purpose, step);
   return philox4x32_10(uint32_t(group), uint32_t(group >> 32), uint32_t(sub), uint32_t(sub >> 32),
                        uint32_t(seed), uint32_t(seed >> 32));
@@ -54,12 +78,8 @@ SRKIT_HD uint32_t sr_lane(const Philox4& block, unsigned k) {
 }
 
 // The contract as one function: 16 random bits for one element.
-SRKIT_HD uint32_t sr_bits16(uint64_t seed, uint32_t purpose, uint64_t step, uint64_t index) {
-  return sr_lane(sr_block(seed, purpose, step, index >> 3), unsigned(index & 7u));
-}
-
 SRKIT_HD uint32_t sr_bits16(uint64_t seed, RngPurpose purpose, uint64_t step, uint64_t index) {
-  return sr_bits16(seed, uint32_t(purpose), step, index);
+  return sr_lane(sr_block(seed, purpose, step, index >> 3), unsigned(index & 7u));
 }
 
 }  // namespace srkit

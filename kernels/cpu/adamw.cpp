@@ -117,13 +117,13 @@ void philox_batch(uint16_t* out, uint64_t seed, uint64_t sub, uint64_t g0) {
 void fill_lanes(uint16_t* lanes, const AdamWHyper& h, RngPurpose purpose, uint64_t g0,
                 size_t ngroups) {
 #if defined(__AVX2__)
-  const uint64_t sub = sr_subsequence(uint32_t(purpose), h.step);
+  const uint64_t sub = sr_subsequence(purpose, h.step);
   for (size_t k = 0; k < ngroups; k += kPhiloxBatch) {
     philox_batch(lanes + 8 * k, h.seed, sub, g0 + k);
   }
 #else
   for (size_t k = 0; k < ngroups; ++k) {
-    const Philox4 b = sr_block(h.seed, uint32_t(purpose), h.step, g0 + k);
+    const Philox4 b = sr_block(h.seed, purpose, h.step, g0 + k);
     for (unsigned l = 0; l < 8; ++l) lanes[8 * k + l] = uint16_t(sr_lane(b, l));
   }
 #endif

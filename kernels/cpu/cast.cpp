@@ -62,7 +62,7 @@ struct SrStream {
   uint32_t key0[kRounds], key1[kRounds];
 };
 
-SrStream sr_stream(uint64_t seed, uint32_t purpose, uint64_t step) {
+SrStream sr_stream(uint64_t seed, RngPurpose purpose, uint64_t step) {
   const uint64_t sub = sr_subsequence(purpose, step);
   SrStream s{uint32_t(sub), uint32_t(sub >> 32), {}, {}};
   uint32_t k0 = uint32_t(seed), k1 = uint32_t(seed >> 32);
@@ -196,13 +196,13 @@ inline void sr_batch(const float* x, bf16* y, const uint16_t* r) {
 
 }  // namespace
 
-void sr_bits16_x64(uint64_t seed, uint32_t purpose, uint64_t step, uint64_t group0,
+void sr_bits16_x64(uint64_t seed, RngPurpose purpose, uint64_t step, uint64_t group0,
                    uint16_t* bits) {
   sr_lanes(sr_stream(seed, purpose, step), group0, bits);
 }
 
 namespace detail {
-void sr_bits16_x64_portable(uint64_t seed, uint32_t purpose, uint64_t step, uint64_t group0,
+void sr_bits16_x64_portable(uint64_t seed, RngPurpose purpose, uint64_t step, uint64_t group0,
                             uint16_t* bits) {
   sr_lanes_portable(sr_stream(seed, purpose, step), group0, bits);
 }
@@ -224,8 +224,9 @@ void cast_bf16_to_f32(const bf16* in, float* out, size_t n) {
   for (size_t i = tail; i < n; ++i) out[i] = bf16_to_float(in[i]);
 }
 
-void cast_f32_to_bf16_sr(const float* in, bf16* out, size_t n, uint64_t seed, uint32_t purpose,
+void cast_f32_to_bf16_sr(const float* in, bf16* out, size_t n, uint64_t seed, RngPurpose purpose,
                          uint64_t step, uint64_t base_index) {
+  check_sr_step("cast_f32_to_bf16_sr", step);
   // Elements before the first global index that starts a Philox group, then
   // whole batches of 64 (8 groups), then the rest: each element's bits are
   // sr_bits16(seed, purpose, step, base_index + i) however the array is cut.

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "kernels/common/bf16.h"
+#include "kernels/common/sr_bits.h"
 
 namespace srkit::cpu {
 
@@ -16,7 +17,7 @@ void cast_f32_to_bf16_rn(const float* in, bf16* out, size_t n);
 
 // base_index: the global element index of in[0] (its offset in the flat buffer),
 // so a shard of a larger array draws the same bits as the whole array would.
-void cast_f32_to_bf16_sr(const float* in, bf16* out, size_t n, uint64_t seed, uint32_t purpose,
+void cast_f32_to_bf16_sr(const float* in, bf16* out, size_t n, uint64_t seed, RngPurpose purpose,
                          uint64_t step, uint64_t base_index);
 
 void cast_bf16_to_f32(const bf16* in, float* out, size_t n);
@@ -26,11 +27,12 @@ void cast_bf16_to_f32(const bf16* in, float* out, size_t n);
 // bits[e] == sr_bits16(seed, purpose, step, 8 * group0 + e) for e in [0, 64).
 // The batch starts at a group boundary: element index 8 * group0.
 constexpr size_t kSrBitsBatch = 64;
-void sr_bits16_x64(uint64_t seed, uint32_t purpose, uint64_t step, uint64_t group0, uint16_t* bits);
+void sr_bits16_x64(uint64_t seed, RngPurpose purpose, uint64_t step, uint64_t group0,
+                   uint16_t* bits);
 
 namespace detail {
 // The same bits by the portable (non-AVX2) code path, so tests cover it on AVX2 builds.
-void sr_bits16_x64_portable(uint64_t seed, uint32_t purpose, uint64_t step, uint64_t group0,
+void sr_bits16_x64_portable(uint64_t seed, RngPurpose purpose, uint64_t step, uint64_t group0,
                             uint16_t* bits);
 }  // namespace detail
 

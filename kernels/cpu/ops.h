@@ -4,10 +4,11 @@
 // not depend on the number of OpenMP threads (fixed reduction orders).
 //
 // Conventions (as llm.c): row-major; N = B*T rows; weights of a linear layer are
-// [OC, C] (out = inp @ weight^T + bias). Backward functions ACCUMULATE into
-// their gradient outputs (d* += ...), so callers zero them when a new gradient
-// begins; this is what makes gradient accumulation over micro-batches and the
-// residual stream's gradient sums work without extra buffers.
+// [OC, C] (out = inp @ weight^T + bias). Backward functions store each gradient
+// output by its GradWrite (kernels/common/grad_write.h): kAccumulate adds into
+// the buffer (d* += ...), kOverwrite replaces it; with it the residual stream's
+// gradient sums and gradient accumulation over micro-batches need neither extra
+// buffers nor clears. The embedding backward always accumulates.
 //
 // Ops taking a Workspace use its slots as scratch for the duration of the call:
 // any of them may overwrite every slot. Bad shapes or targets throw
@@ -18,6 +19,7 @@
 #include <cstdint>
 
 #include "kernels/common/bf16.h"
+#include "kernels/common/grad_write.h"
 #include "kernels/cpu/workspace.h"
 
 namespace srkit::cpu {
@@ -31,6 +33,11 @@ inline constexpr size_t kParallelMinWork = size_t(1) << 15;
 // nearest even (the one rounding per output element).
 inline float to_f32(float x) { return x; }
 inline float to_f32(bf16 x) { return bf16_to_float(x); }
+// What a gradient store adds its contribution to: the stored value, or zero.
+template <typename T>
+inline float grad_base(const T& stored, bool accumulate) {
+  return accumulate ? to_f32(stored) : 0.0f;
+}
 template <typename T>
 T from_f32(float x);
 template <>
@@ -47,7 +54,8 @@ template <typename T>
 void encoder_forward(T* out, const int32_t* tokens, const T* wte, const T* wpe, int B, int Tn,
                      int C);
 // dwte[tok] += sum of dout over the positions holding tok (positions in order);
-// dwpe[t] += sum over b of dout[b,t].
+// dwpe[t] += sum over b of dout[b,t]. Accumulates: both tables have rows no
+// position touches (the model clears dwpe and writes dwte first elsewhere).
 template <typename T>
 void encoder_backward(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, int B, int Tn, int C);
 
@@ -57,8 +65,9 @@ template <typename T>
 void layernorm_forward(T* out, float* mean, float* rstd, const T* inp, const T* weight,
                        const T* bias, int N, int C);
 template <typename T>
-void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
-                        const float* mean, const float* rstd, int N, int C);
+void layernorm_backward(T* dinp, GradWrite dinp_mode, T* dweight, T* dbias, GradWrite param_mode,
+                        const T* dout, const T* inp, const T* weight, const float* mean,
+                        const float* rstd, int N, int C);
 
 // out[N,OC] = inp[N,C] @ weight[OC,C]^T (+ bias[OC] if not null). BLAS sgemm on
 // fp32 (bf16 operands widened into the workspace), fp32 accumulation; the bias is
@@ -72,35 +81,34 @@ void matmul_forward(T* out, const T* inp, const T* weight, const T* bias, int N,
                     Workspace& ws);
 // dinp[N,C] += dout @ weight; dweight[OC,C] += dout^T @ inp; dbias[OC] += sum_n dout
 // (dbias may be null). For bf16: the GEMM result is added to the widened old
-// value in fp32, then rounded once.
+// value in fp32, then rounded once. accumulate_* = false stores the products
+// alone (GradWrite::kOverwrite) for dinp, and for dweight and dbias.
 template <typename T>
 void matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
-                     int N, int C, int OC, Workspace& ws);
+                     int N, int C, int OC, Workspace& ws, bool accumulate_dinp = true,
+                     bool accumulate_params = true);
 
 // Causal multi-head self-attention, direct O(T^2) form; C % NH == 0.
-// inp: [B,T,3C] (q,k,v); out: [B,T,C]; preatt, att: [B,NH,T,T].
-// preatt = q.k / sqrt(C/NH); att = softmax over t2 <= t (fp32, max subtracted);
-// masked entries (t2 > t) of both are written as 0. out = att @ v uses att as
-// stored (rounded for bf16), so the backward differentiates what forward used.
+// inp: [B,T,3C] (q,k,v); out: [B,T,C]; att: [B,NH,T,T], what backward needs.
+// scores = q.k / sqrt(C/NH) in fp32; att = softmax over t2 <= t (fp32, max
+// subtracted); masked entries (t2 > t) are written as 0. out = att @ v uses att
+// as stored (rounded for bf16), so the backward differentiates what forward used.
 template <typename T>
-void attention_forward(T* out, T* preatt, T* att, const T* inp, int B, int Tn, int C, int NH);
-// dinp: [B,T,3C]; dpreatt, datt: [B,NH,T,T] scratch (overwritten, not accumulated).
+void attention_forward(T* out, T* att, const T* inp, int B, int Tn, int C, int NH);
+// dinp: [B,T,3C].
 template <typename T>
-void attention_backward(T* dinp, T* dpreatt, T* datt, const T* dout, const T* inp, const T* att,
+void attention_backward(T* dinp, GradWrite dinp_mode, const T* dout, const T* inp, const T* att,
                         int B, int Tn, int C, int NH);
 
 // GELU, tanh approximation (GPT-2).
 template <typename T>
 void gelu_forward(T* out, const T* inp, size_t n);
-// dinp += dout * gelu'(inp)
+// dinp (+)= dout * gelu'(inp)
 template <typename T>
-void gelu_backward(T* dinp, const T* inp, const T* dout, size_t n);
+void gelu_backward(T* dinp, GradWrite dinp_mode, const T* inp, const T* dout, size_t n);
 
 template <typename T>
 void residual_forward(T* out, const T* a, const T* b, size_t n);
-// da += dout; db += dout
-template <typename T>
-void residual_backward(T* da, T* db, const T* dout, size_t n);
 
 // Softmax cross-entropy over the first V of Vp logits (padding never predicted).
 // losses[N] fp32. targets[i] < 0 means "ignore" (loss 0, no gradient);
@@ -123,9 +131,5 @@ void softmax_row(float* probs, const T* logits, int V);
 // order: the same bits for any thread count. Used for the global grad norm.
 template <typename T>
 double sum_squares(const T* x, size_t n);
-
-// x = 0
-template <typename T>
-void fill_zero(T* x, size_t n);
 
 }  // namespace srkit::cpu

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/common/math.h"
 #include "kernels/cpu/ops.h"
-#include "kernels/cpu/ops_math.h"
 
 namespace srkit::cpu {
 namespace {
@@ -48,13 +48,16 @@ void load_transposed(float* dst, const T* src, HeadView v, int Tn, int hs) {
   }
 }
 
-// dst[t, offset + i] = RN(dst + acc[t * hs + i]): accumulate into the gradient.
+// dst[t, offset + i] = RN(base + acc[t * hs + i]), base the stored value
+// (accumulate) or 0: the gradient store.
 template <typename T>
-void accumulate_rows(T* dst, const float* acc, HeadView v, int Tn, int hs) {
+void store_rows(T* dst, const float* acc, HeadView v, int Tn, int hs, bool accumulate) {
   for (int t = 0; t < Tn; ++t) {
     T* d = dst + size_t(t) * v.row_stride + v.offset;
 #pragma omp simd
-    for (int i = 0; i < hs; ++i) d[i] = from_f32<T>(to_f32(d[i]) + acc[size_t(t) * hs + i]);
+    for (int i = 0; i < hs; ++i) {
+      d[i] = from_f32<T>(grad_base(d[i], accumulate) + acc[size_t(t) * hs + i]);
+    }
   }
 }
 
@@ -83,7 +86,7 @@ void add_rows(float* y, const float* a, const float* X, size_t ld, int R, int n)
 }  // namespace
 
 template <typename T>
-void attention_forward(T* out, T* preatt, T* att, const T* inp, int B, int Tn, int C, int NH) {
+void attention_forward(T* out, T* att, const T* inp, int B, int Tn, int C, int NH) {
   check_shape("attention_forward", B, Tn, C, NH);
   const int hs = C / NH;
   const float scale = 1.0f / std::sqrt(float(hs));
@@ -100,7 +103,6 @@ void attention_forward(T* out, T* preatt, T* att, const T* inp, int B, int Tn, i
         load_rows(q.data(), x, {C3, head}, Tn, hs);
         load_transposed(kt.data(), x, {C3, C + head}, Tn, hs);
         load_rows(v.data(), x, {C3, 2 * C + head}, Tn, hs);
-        T* pre_bh = preatt + (size_t(b) * NH + h) * TT;
         T* att_bh = att + (size_t(b) * NH + h) * TT;
         for (int t = 0; t < Tn; ++t) {
           const int n = t + 1;  // visible keys 0..t
@@ -108,13 +110,11 @@ void attention_forward(T* out, T* preatt, T* att, const T* inp, int B, int Tn, i
           // s[t2] = q_t . k_t2, accumulated over i in order.
           std::fill_n(s.begin(), n, 0.0f);
           add_rows(s.data(), qt, kt.data(), Tn, hs, n);
-          T* pre_row = pre_bh + size_t(t) * Tn;
           T* att_row = att_bh + size_t(t) * Tn;
           float mx = -std::numeric_limits<float>::infinity();
 #pragma omp simd reduction(max : mx)
           for (int t2 = 0; t2 < n; ++t2) {
             s[t2] *= scale;
-            pre_row[t2] = from_f32<T>(s[t2]);
             mx = std::max(mx, s[t2]);
           }
           float sum = 0.0f;
@@ -129,7 +129,7 @@ void attention_forward(T* out, T* preatt, T* att, const T* inp, int B, int Tn, i
             att_row[t2] = from_f32<T>(s[t2] * inv);
             s[t2] = to_f32(att_row[t2]);  // out uses att exactly as stored
           }
-          for (int t2 = n; t2 < Tn; ++t2) pre_row[t2] = att_row[t2] = T{};
+          for (int t2 = n; t2 < Tn; ++t2) att_row[t2] = T{};
           // out_t = sum_t2 att[t2] * v_t2, accumulated over t2 in order.
           std::fill(acc.begin(), acc.end(), 0.0f);
           add_rows(acc.data(), s.data(), v.data(), hs, n, hs);
@@ -143,9 +143,10 @@ void attention_forward(T* out, T* preatt, T* att, const T* inp, int B, int Tn, i
 }
 
 template <typename T>
-void attention_backward(T* dinp, T* dpreatt, T* datt, const T* dout, const T* inp, const T* att,
+void attention_backward(T* dinp, GradWrite dinp_mode, const T* dout, const T* inp, const T* att,
                         int B, int Tn, int C, int NH) {
   check_shape("attention_backward", B, Tn, C, NH);
+  const bool acc = dinp_mode == GradWrite::kAccumulate;
   const int hs = C / NH;
   const float scale = 1.0f / std::sqrt(float(hs));
   const size_t C3 = 3 * size_t(C), TT = size_t(Tn) * Tn;
@@ -166,8 +167,6 @@ void attention_backward(T* dinp, T* dpreatt, T* datt, const T* dout, const T* in
         std::fill(dk.begin(), dk.end(), 0.0f);
         std::fill(dv.begin(), dv.end(), 0.0f);
         const T* att_bh = att + (size_t(b) * NH + h) * TT;
-        T* dpre_bh = dpreatt + (size_t(b) * NH + h) * TT;
-        T* datt_bh = datt + (size_t(b) * NH + h) * TT;
         for (int t = 0; t < Tn; ++t) {
           const int n = t + 1;
           const T* go = dout + (size_t(b) * Tn + t) * C + head;
@@ -189,17 +188,9 @@ void attention_backward(T* dinp, T* dpreatt, T* datt, const T* dout, const T* in
           float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
           for (int t2 = 0; t2 < n; ++t2) dot += a[t2] * da[t2];
-          T* datt_row = datt_bh + size_t(t) * Tn;
-          T* dpre_row = dpre_bh + size_t(t) * Tn;
 #pragma omp simd
-          for (int t2 = 0; t2 < n; ++t2) {
-            dp[t2] = a[t2] * (da[t2] - dot);
-            datt_row[t2] = from_f32<T>(da[t2]);
-            dpre_row[t2] = from_f32<T>(dp[t2]);
-          }
-          for (int t2 = n; t2 < Tn; ++t2) datt_row[t2] = dpre_row[t2] = T{};
-            // preatt = scale * q_t . k_t2: dq_t += scale dpre[t2] k_t2; dk_t2 += scale dpre[t2]
-            // q_t.
+          for (int t2 = 0; t2 < n; ++t2) dp[t2] = a[t2] * (da[t2] - dot);
+            // score = scale * q_t . k_t2: dq_t += scale dp[t2] k_t2; dk_t2 += scale dp[t2] q_t.
 #pragma omp simd
           for (int t2 = 0; t2 < n; ++t2) dp[t2] *= scale;
           const float* qt = &q[size_t(t) * hs];
@@ -212,17 +203,18 @@ void attention_backward(T* dinp, T* dpreatt, T* datt, const T* dout, const T* in
           }
         }
         T* dx = dinp + size_t(b) * Tn * C3;
-        accumulate_rows(dx, dq.data(), {C3, head}, Tn, hs);
-        accumulate_rows(dx, dk.data(), {C3, C + head}, Tn, hs);
-        accumulate_rows(dx, dv.data(), {C3, 2 * C + head}, Tn, hs);
+        store_rows(dx, dq.data(), {C3, head}, Tn, hs, acc);
+        store_rows(dx, dk.data(), {C3, C + head}, Tn, hs, acc);
+        store_rows(dx, dv.data(), {C3, 2 * C + head}, Tn, hs, acc);
       }
     }
   }
 }
 
-#define SRKIT_INSTANTIATE(T)                                                    \
-  template void attention_forward<T>(T*, T*, T*, const T*, int, int, int, int); \
-  template void attention_backward<T>(T*, T*, T*, const T*, const T*, const T*, int, int, int, int);
+#define SRKIT_INSTANTIATE(T)                                                                      \
+  template void attention_forward<T>(T*, T*, const T*, int, int, int, int);                       \
+  template void attention_backward<T>(T*, GradWrite, const T*, const T*, const T*, int, int, int, \
+                                      int);
 SRKIT_INSTANTIATE(float)
 SRKIT_INSTANTIATE(bf16)
 #undef SRKIT_INSTANTIATE

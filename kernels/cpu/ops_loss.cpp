@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/common/math.h"
 #include "kernels/cpu/ops.h"
-#include "kernels/cpu/ops_math.h"
 
 namespace srkit::cpu {
 namespace {

@@ -43,17 +43,18 @@ void add_bias_round(T* out, const float* acc, const T* bias, size_t N, size_t OC
   }
 }
 
-// dst = RN(dst + acc): the bf16 accumulate-into rule (widen, add in fp32, round once).
-void accumulate_round(bf16* dst, const float* acc, size_t n) {
+// dst = RN(dst + acc) (or RN(acc) when not accumulating): the bf16
+// accumulate-into rule (widen, add in fp32, round once).
+void accumulate_round(bf16* dst, const float* acc, size_t n, bool accumulate) {
 #pragma omp parallel for simd schedule(static) if (parallel : n >= kParallelMinWork)
-  for (size_t i = 0; i < n; ++i) dst[i] = float_to_bf16_rn(bf16_to_float(dst[i]) + acc[i]);
+  for (size_t i = 0; i < n; ++i) dst[i] = float_to_bf16_rn(grad_base(dst[i], accumulate) + acc[i]);
 }
 
 // dst[j] += sum over rows r (in order) of src[r, j]. Columns go to threads in
 // fixed chunks, so no sum's order depends on the team. Orphaned worksharing, as
 // widen_for: shares the enclosing region's team, or runs on the calling thread.
 template <typename T>
-void column_sums_for(T* dst, const float* src, size_t rows, size_t cols) {
+void column_sums_for(T* dst, const float* src, size_t rows, size_t cols, bool accumulate) {
   constexpr size_t kChunk = 64;
   const size_t chunks = (cols + kChunk - 1) / kChunk;
 #pragma omp for schedule(static) nowait
@@ -66,7 +67,8 @@ void column_sums_for(T* dst, const float* src, size_t rows, size_t cols) {
 #pragma omp simd
       for (size_t j = 0; j < w; ++j) acc[j] += s[j];
     }
-    for (size_t j = 0; j < w; ++j) dst[c0 + j] = from_f32<T>(to_f32(dst[c0 + j]) + acc[j]);
+    for (size_t j = 0; j < w; ++j)
+      dst[c0 + j] = from_f32<T>(grad_base(dst[c0 + j], accumulate) + acc[j]);
   }
 }
 
@@ -96,15 +98,18 @@ void matmul_forward(T* out, const T* inp, const T* weight, const T* bias, int N,
 
 template <typename T>
 void matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
-                     int N, int C, int OC, Workspace& ws) {
+                     int N, int C, int OC, Workspace& ws, bool accumulate_dinp,
+                     bool accumulate_params) {
   check_shape("matmul_backward", N, C, OC);
   const size_t n = size_t(N), c = size_t(C), oc = size_t(OC);
   if constexpr (std::is_same_v<T, float>) {
-    sgemm(false, false, N, C, OC, dout, OC, weight, C, 1.0f, dinp, C);  // dinp += dout @ W
-    sgemm(true, false, OC, C, N, dout, OC, inp, C, 1.0f, dweight, C);   // dW += dout^T @ inp
+    const float beta_dinp = accumulate_dinp ? 1.0f : 0.0f;
+    const float beta_params = accumulate_params ? 1.0f : 0.0f;
+    sgemm(false, false, N, C, OC, dout, OC, weight, C, beta_dinp, dinp, C);   // dinp += dout @ W
+    sgemm(true, false, OC, C, N, dout, OC, inp, C, beta_params, dweight, C);  // dW += dout^T @ inp
     if (dbias) {
 #pragma omp parallel if (parallel : n * oc >= kParallelMinWork)
-      column_sums_for(dbias, dout, n, oc);
+      column_sums_for(dbias, dout, n, oc, accumulate_params);
     }
   } else {
     float* g = ws.floats(kSlotA, n * oc);
@@ -119,20 +124,20 @@ void matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
       widen_for(inp, x, n * c);
       if (dbias) {
 #pragma omp barrier
-        column_sums_for(dbias, g, n, oc);
+        column_sums_for(dbias, g, n, oc, accumulate_params);
       }
     }
     sgemm(false, false, N, C, OC, g, OC, w, C, 0.0f, acc, C);
-    accumulate_round(dinp, acc, n * c);
+    accumulate_round(dinp, acc, n * c, accumulate_dinp);
     sgemm(true, false, OC, C, N, g, OC, x, C, 0.0f, acc, C);
-    accumulate_round(dweight, acc, oc * c);
+    accumulate_round(dweight, acc, oc * c, accumulate_params);
   }
 }
 
 #define SRKIT_INSTANTIATE(T)                                                                    \
   template void matmul_forward<T>(T*, const T*, const T*, const T*, int, int, int, Workspace&); \
   template void matmul_backward<T>(T*, T*, T*, const T*, const T*, const T*, int, int, int,     \
-                                   Workspace&);
+                                   Workspace&, bool, bool);
 SRKIT_INSTANTIATE(float)
 SRKIT_INSTANTIATE(bf16)
 #undef SRKIT_INSTANTIATE

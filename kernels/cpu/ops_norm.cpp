@@ -53,10 +53,13 @@ void layernorm_forward(T* out, float* mean, float* rstd, const T* inp, const T* 
 }
 
 template <typename T>
-void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
-                        const float* mean, const float* rstd, int N, int C) {
+void layernorm_backward(T* dinp, GradWrite dinp_mode, T* dweight, T* dbias, GradWrite param_mode,
+                        const T* dout, const T* inp, const T* weight, const float* mean,
+                        const float* rstd, int N, int C) {
   check_shape("layernorm_backward", N, C);
   const size_t c = size_t(C);
+  const bool acc_dinp = dinp_mode == GradWrite::kAccumulate;
+  const bool acc_params = param_mode == GradWrite::kAccumulate;
   // dinp, row by row: with dnorm = weight * dout and norm = (x - mean) * rstd,
   // dx = rstd * (dnorm - mean(dnorm) - norm * mean(dnorm * norm)).
 #pragma omp parallel for schedule(static) if (parallel : size_t(N) * c >= kParallelMinWork)
@@ -80,7 +83,7 @@ void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* i
       const float norm = (to_f32(x[i]) - m) * s;
       const float dnorm = to_f32(weight[i]) * to_f32(g[i]);
       const float d = (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
-      dx[i] = from_f32<T>(to_f32(dx[i]) + d);
+      dx[i] = from_f32<T>(grad_base(dx[i], acc_dinp) + d);
     }
   }
   // dweight += sum_n norm * dout; dbias += sum_n dout: per column chunk, rows in order.
@@ -103,16 +106,16 @@ void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* i
       }
     }
     for (size_t j = 0; j < w; ++j) {
-      dweight[c0 + j] = from_f32<T>(to_f32(dweight[c0 + j]) + dw[j]);
-      dbias[c0 + j] = from_f32<T>(to_f32(dbias[c0 + j]) + db[j]);
+      dweight[c0 + j] = from_f32<T>(grad_base(dweight[c0 + j], acc_params) + dw[j]);
+      dbias[c0 + j] = from_f32<T>(grad_base(dbias[c0 + j], acc_params) + db[j]);
     }
   }
 }
 
 #define SRKIT_INSTANTIATE(T)                                                                      \
   template void layernorm_forward<T>(T*, float*, float*, const T*, const T*, const T*, int, int); \
-  template void layernorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const float*,     \
-                                      const float*, int, int);
+  template void layernorm_backward<T>(T*, GradWrite, T*, T*, GradWrite, const T*, const T*,       \
+                                      const T*, const float*, const float*, int, int);
 SRKIT_INSTANTIATE(float)
 SRKIT_INSTANTIATE(bf16)
 #undef SRKIT_INSTANTIATE

@@ -72,12 +72,11 @@ __global__ void __launch_bounds__(kThreads)
   const uint64_t group = tile / 8 + uint64_t(lane);
   Philox4 bw{}, bm{}, bv{};
   if constexpr (A::kWeightSR) {
-    bw = sr_block(h.seed, uint32_t(RngPurpose::kWeightUpdate), h.step, group);
+    bw = sr_block(h.seed, RngPurpose::kWeightUpdate, h.step, group);
   }
-  if constexpr (A::kMomentSR)
-    bm = sr_block(h.seed, uint32_t(RngPurpose::kFirstMoment), h.step, group);
+  if constexpr (A::kMomentSR) bm = sr_block(h.seed, RngPurpose::kFirstMoment, h.step, group);
   if constexpr (A::kVarianceSR) {
-    bv = sr_block(h.seed, uint32_t(RngPurpose::kSecondMoment), h.step, group);
+    bv = sr_block(h.seed, RngPurpose::kSecondMoment, h.step, group);
   }
   // First run ending after this lane's first element; elements only increase.
   int r = 0;

@@ -39,7 +39,7 @@ __global__ void widen_kernel(const bf16* __restrict__ in, float* __restrict__ ou
 // its element's lane. Spans start at a group boundary (global index
 // first_group * 8); elements outside [base_index, base_index + n) are skipped.
 __global__ void sr_kernel(const float* __restrict__ in, bf16* __restrict__ out, size_t n,
-                          uint64_t seed, uint32_t purpose, uint64_t step, uint64_t base_index,
+                          uint64_t seed, RngPurpose purpose, uint64_t step, uint64_t base_index,
                           uint64_t first_group, uint64_t groups) {
   __shared__ Philox4 blocks[kThreads];
   constexpr uint64_t kSpan = uint64_t(kThreads) * kSrElementsPerPhilox;
@@ -74,8 +74,9 @@ void cast_bf16_to_f32(const bf16* in, float* out, size_t n) {
   check(cudaGetLastError(), "cast_bf16_to_f32 kernel launch");
 }
 
-void cast_f32_to_bf16_sr(const float* in, bf16* out, size_t n, uint64_t seed, uint32_t purpose,
+void cast_f32_to_bf16_sr(const float* in, bf16* out, size_t n, uint64_t seed, RngPurpose purpose,
                          uint64_t step, uint64_t base_index) {
+  check_sr_step("cuda::cast_f32_to_bf16_sr", step);
   if (n == 0) return;
   const uint64_t first_group = base_index / kSrElementsPerPhilox;
   const uint64_t end_group = (base_index + n + kSrElementsPerPhilox - 1) / kSrElementsPerPhilox;

@@ -10,13 +10,14 @@
 #include <cstdint>
 
 #include "kernels/common/bf16.h"
+#include "kernels/common/sr_bits.h"
 
 namespace srkit::cuda {
 
 void cast_f32_to_bf16_rn(const float* in, bf16* out, size_t n);
 
 // base_index: the global element index of in[0], as in cpu::cast_f32_to_bf16_sr.
-void cast_f32_to_bf16_sr(const float* in, bf16* out, size_t n, uint64_t seed, uint32_t purpose,
+void cast_f32_to_bf16_sr(const float* in, bf16* out, size_t n, uint64_t seed, RngPurpose purpose,
                          uint64_t step, uint64_t base_index);
 
 void cast_bf16_to_f32(const bf16* in, float* out, size_t n);

@@ -37,7 +37,7 @@ struct AccumulateConfig {
 };
 
 // SR bits of repeat r at step t: sr_bits16(seed, kAccumulatePurpose, t, r).
-constexpr uint32_t kAccumulatePurpose = uint32_t(RngPurpose::kUser);
+constexpr RngPurpose kAccumulatePurpose = RngPurpose::kUser;
 
 struct MethodResult {
   AccumMethod method = AccumMethod::kFp32;

@@ -29,7 +29,7 @@ ChunkStats audit_chunk(const CastAuditConfig& c, uint64_t begin, size_t n) {
   Philox4 block{};
   for (size_t i = 0; i < n; ++i) {
     const uint64_t index = begin + i;
-    if (index % 8 == 0) block = sr_block(c.seed, uint32_t(RngPurpose::kCast), 0, index / 8);
+    if (index % 8 == 0) block = sr_block(c.seed, RngPurpose::kCast, 0, index / 8);
     const float x = sample(c.dist, c.seed, index, c.format);
     if (!(std::fabs(x) <= max)) {
       for (RoundingStats& m : s.by_mode) m.add_out_of_range();

@@ -145,7 +145,7 @@ std::string describe(const DistParams& p) {
 }
 
 float sample(const DistParams& p, uint64_t seed, uint64_t index, FpFormat format) {
-  const Philox4 w = sr_block(seed, kAuditDataPurpose, 0, index);
+  const Philox4 w = sr_block(seed, RngPurpose::kAuditData, 0, index);
   const double u = unit(w.v[0], w.v[1]);
   switch (p.dist) {
     case Dist::kUniform:

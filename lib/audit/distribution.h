@@ -47,10 +47,6 @@ void validate(const DistParams& p);
 // "uniform(a=0, b=1)" and the like, for report headers.
 std::string describe(const DistParams& p);
 
-// Philox purpose of the audit input stream (the contract's purposes are small
-// numbers; this one is reserved for audit data).
-constexpr uint32_t kAuditDataPurpose = 0xffff;
-
 // Sample i of the distribution, as a float (the value the cast sees). Only the
 // grid depends on the target format (its neighbours).
 float sample(const DistParams& p, uint64_t seed, uint64_t index, FpFormat format = FpFormat::kBf16);

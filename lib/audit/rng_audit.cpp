@@ -46,16 +46,19 @@ uint32_t lane(const Philox4& b, unsigned k) { return sr_lane(b, k); }
 // Groups [g0, g1) of the three streams; lanes at or beyond `samples` are left out.
 void audit_chunk(const RngAuditConfig& c, const BlockSource& source, uint64_t g0, uint64_t g1,
                  Sums* s) {
+  // validate() keeps purpose + 1 within the contract's 16 bits.
+  const RngPurpose first = RngPurpose(uint16_t(c.purpose)),
+                   second = RngPurpose(uint16_t(c.purpose + 1));
   bool have_prev = false;
   uint32_t prev = 0;
   if (g0 > 0) {  // the serial pair that straddles the chunk boundary
-    prev = lane(source(c.seed, c.purpose, c.step, g0 - 1), 7);
+    prev = lane(source(c.seed, first, c.step, g0 - 1), 7);
     have_prev = true;
   }
   for (uint64_t g = g0; g < g1; ++g) {
-    const Philox4 a = source(c.seed, c.purpose, c.step, g);
-    const Philox4 b = source(c.seed, c.purpose, c.step + 1, g);
-    const Philox4 p = source(c.seed, c.purpose + 1, c.step, g);
+    const Philox4 a = source(c.seed, first, c.step, g);
+    const Philox4 b = source(c.seed, first, c.step + 1, g);
+    const Philox4 p = source(c.seed, second, c.step, g);
     for (unsigned k = 0; k < 8; ++k) {
       if (g * 8 + k >= c.samples) return;
       const uint32_t x = lane(a, k);
@@ -87,7 +90,7 @@ RngTest correlation_test(const std::string& name, const PairSums& p) {
 }  // namespace
 
 BlockSource contract_source() {
-  return [](uint64_t seed, uint32_t purpose, uint64_t step, uint64_t group) {
+  return [](uint64_t seed, RngPurpose purpose, uint64_t step, uint64_t group) {
     return sr_block(seed, purpose, step, group);
   };
 }

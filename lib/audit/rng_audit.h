@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kernels/common/philox.h"
+#include "kernels/common/sr_bits.h"
 
 namespace srkit::audit {
 
@@ -32,7 +33,7 @@ struct RngAuditConfig {
 // 128 bits = 8 lanes of (seed, purpose, step, group); the contract's sr_block
 // by default. Tests plant defective sources to check the audit flags them.
 using BlockSource =
-    std::function<Philox4(uint64_t seed, uint32_t purpose, uint64_t step, uint64_t group)>;
+    std::function<Philox4(uint64_t seed, RngPurpose purpose, uint64_t step, uint64_t group)>;
 BlockSource contract_source();
 
 constexpr double kRngFailZ = 5.0;

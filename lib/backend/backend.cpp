@@ -29,6 +29,7 @@ static std::string mib(size_t bytes) {
 }
 
 void* Backend::allocate(size_t bytes, MemCategory category) {
+  ++counters_.allocations;
   if (limit_ != 0 && stats_.total_current + bytes > limit_) {
     throw OutOfMemory(name() + ": out of memory allocating " + mib(bytes) + " of " +
                       mem_category_name(category) + " (in use " + mib(stats_.total_current) +
@@ -55,6 +56,16 @@ void Backend::release(void* ptr) {
   raw_release(ptr);
 }
 
+void Backend::copy_to_device(void* dst, const void* host_src, size_t bytes) {
+  ++counters_.host_writes;
+  raw_copy_to_device(dst, host_src, bytes);
+}
+
+void Backend::copy_to_host(void* host_dst, const void* src, size_t bytes) {
+  ++counters_.host_reads;
+  raw_copy_to_host(host_dst, src, bytes);
+}
+
 MemoryStats Backend::memory() const {
   MemoryStats s = stats_;
   const int scratch = static_cast<int>(MemCategory::kScratch);
@@ -63,6 +74,27 @@ MemoryStats Backend::memory() const {
   s.total_current += scratch_bytes();
   s.total_peak += scratch_peak_bytes();
   return s;
+}
+
+// ---- fused entry points: the plain ops in sequence ----
+
+void Backend::matmul_bias_gelu_forward(DType dt, void* out, void* pre, const void* inp,
+                                       const void* weight, const void* bias, int N, int C, int OC) {
+  matmul_forward(dt, pre, inp, weight, bias, N, C, OC);
+  gelu_forward(dt, out, pre, size_t(N) * size_t(OC));
+}
+
+void Backend::residual_layernorm_forward(DType dt, void* residual, void* ln, float* mean,
+                                         float* rstd, const void* a, const void* b,
+                                         const void* weight, const void* bias, int N, int C) {
+  residual_forward(dt, residual, a, b, size_t(N) * size_t(C));
+  layernorm_forward(dt, ln, mean, rstd, residual, weight, bias, N, C);
+}
+
+void Backend::classifier(DType dt, void* logits, float* losses, const int32_t* targets, float dloss,
+                         int N, int V, int Vp) {
+  crossentropy_forward(dt, losses, logits, targets, N, V, Vp);
+  crossentropy_backward(dt, logits, logits, targets, dloss, N, V, Vp);
 }
 
 }  // namespace srkit

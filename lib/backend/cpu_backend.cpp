@@ -1,12 +1,14 @@
-// CpuBackend: host memory and the OpenMP/BLAS kernels of kernels/cpu.
+// CpuBackend: host memory and the OpenMP/BLAS kernels of kernels/cpu. Every op
+// runs to completion before it returns, so the stream of the execution model is
+// simply program order, and "device" results are host memory the caller may
+// read directly (tests do; the engine goes through copy_to_host all the same).
 #include <omp.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
-#include <new>
 
 #include "kernels/cpu/adamw.h"
+#include "kernels/cpu/cast.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/workspace.h"
 #include "lib/backend/backend.h"
@@ -15,20 +17,6 @@ extern "C" void openblas_set_num_threads(int);
 
 namespace srkit {
 namespace {
-
-// OpenMP threads that finished an op spin-wait by default (libgomp's "active"
-// policy) on the very cores the next sgemm's OpenBLAS threads need; alternating
-// OpenMP ops and BLAS calls, as every training step does, then runs 2-3x slower
-// (measured: d4 bf16-sr 333 vs 1040 tok/s on 2 cores). The policy is read once
-// when libgomp loads, before main, so a process that did not choose one
-// re-executes itself once with OMP_WAIT_POLICY=passive. Setting the variable
-// (to any value, e.g. active) keeps the choice and skips the re-exec.
-__attribute__((constructor)) void prefer_passive_openmp_wait(int argc, char** argv, char**) {
-  (void)argc;
-  if (std::getenv("OMP_WAIT_POLICY") != nullptr || argv == nullptr) return;
-  if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
-  execv("/proc/self/exe", argv);  // returns only on failure: carry on with the default policy
-}
 
 // Calls f with a value of the storage type named by dt (float or bf16).
 template <typename F>
@@ -49,6 +37,16 @@ const T* as(const void* p) {
   return static_cast<const T*>(p);
 }
 
+bool accumulates(GradWrite mode) { return mode == GradWrite::kAccumulate; }
+
+// The CPU optimizer needs only the segment table.
+class CpuAdamWPlan final : public AdamWPlan {
+ public:
+  CpuAdamWPlan(std::vector<ParamSegment> segments, size_t begin, size_t end)
+      : AdamWPlan(begin, end), segments(std::move(segments)) {}
+  std::vector<ParamSegment> segments;
+};
+
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(int threads) {
@@ -64,15 +62,20 @@ class CpuBackend final : public Backend {
   std::string description() const override {
     return "CPU (" + std::to_string(threads_) + " OpenMP threads, OpenBLAS sgemm)";
   }
+  PeakRate peak_rate() override { return measure_sgemm_peak(); }
 
-  void copy_to_device(void* dst, const void* src, size_t bytes) override {
-    std::memcpy(dst, src, bytes);
-  }
-  void copy_to_host(void* dst, const void* src, size_t bytes) override {
-    std::memcpy(dst, src, bytes);
-  }
   void copy(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
   void fill_zero(void* ptr, size_t bytes) override { std::memset(ptr, 0, bytes); }
+
+  void convert(DType to, void* dst, DType from, const void* src, size_t n) override {
+    if (to == from) {
+      std::memcpy(dst, src, n * dtype_size(to));
+    } else if (to == DType::kBF16) {
+      cpu::cast_f32_to_bf16_rn(as<float>(src), as<bf16>(dst), n);
+    } else {
+      cpu::cast_bf16_to_f32(as<bf16>(src), as<float>(dst), n);
+    }
+  }
 
   void encoder_forward(DType dt, void* out, const int32_t* tokens, const void* wte, const void* wpe,
                        int B, int T, int C) override {
@@ -82,7 +85,8 @@ class CpuBackend final : public Backend {
     });
   }
   void encoder_backward(DType dt, void* dwte, void* dwpe, const void* dout, const int32_t* tokens,
-                        int B, int T, int C) override {
+                        const int32_t* /*host_tokens: the same memory here*/, int B, int T,
+                        int C) override {
     dispatch(dt, [&](auto tag) {
       using S = decltype(tag);
       cpu::encoder_backward<S>(as<S>(dwte), as<S>(dwpe), as<S>(dout), tokens, B, T, C);
@@ -96,44 +100,51 @@ class CpuBackend final : public Backend {
                                 C);
     });
   }
-  void layernorm_backward(DType dt, void* dinp, void* dweight, void* dbias, const void* dout,
-                          const void* inp, const void* weight, const float* mean, const float* rstd,
-                          int N, int C) override {
+  void layernorm_backward(DType dt, void* dinp, GradWrite dinp_mode, void* dweight, void* dbias,
+                          GradWrite param_mode, const void* dout, const void* inp,
+                          const void* weight, const float* mean, const float* rstd, int N,
+                          int C) override {
     dispatch(dt, [&](auto tag) {
       using S = decltype(tag);
-      cpu::layernorm_backward<S>(as<S>(dinp), as<S>(dweight), as<S>(dbias), as<S>(dout), as<S>(inp),
-                                 as<S>(weight), mean, rstd, N, C);
+      cpu::layernorm_backward<S>(as<S>(dinp), dinp_mode, as<S>(dweight), as<S>(dbias), param_mode,
+                                 as<S>(dout), as<S>(inp), as<S>(weight), mean, rstd, N, C);
     });
   }
   void matmul_forward(DType dt, void* out, const void* inp, const void* weight, const void* bias,
                       int N, int C, int OC) override {
-    dispatch(dt, [&](auto tag) {
-      using S = decltype(tag);
-      cpu::matmul_forward<S>(as<S>(out), as<S>(inp), as<S>(weight), as<S>(bias), N, C, OC,
-                             workspace_);
+    with_workspace([&](cpu::Workspace& ws) {
+      dispatch(dt, [&](auto tag) {
+        using S = decltype(tag);
+        cpu::matmul_forward<S>(as<S>(out), as<S>(inp), as<S>(weight), as<S>(bias), N, C, OC, ws);
+      });
     });
   }
-  void matmul_backward(DType dt, void* dinp, void* dweight, void* dbias, const void* dout,
-                       const void* inp, const void* weight, int N, int C, int OC) override {
-    dispatch(dt, [&](auto tag) {
-      using S = decltype(tag);
-      cpu::matmul_backward<S>(as<S>(dinp), as<S>(dweight), as<S>(dbias), as<S>(dout), as<S>(inp),
-                              as<S>(weight), N, C, OC, workspace_);
+  void matmul_backward(DType dt, void* dinp, GradWrite dinp_mode, void* dweight, void* dbias,
+                       GradWrite param_mode, const void* dout, const void* inp, const void* weight,
+                       int N, int C, int OC) override {
+    with_workspace([&](cpu::Workspace& ws) {
+      dispatch(dt, [&](auto tag) {
+        using S = decltype(tag);
+        cpu::matmul_backward<S>(as<S>(dinp), as<S>(dweight), as<S>(dbias), as<S>(dout), as<S>(inp),
+                                as<S>(weight), N, C, OC, ws, accumulates(dinp_mode),
+                                accumulates(param_mode));
+      });
     });
   }
-  void attention_forward(DType dt, void* out, void* preatt, void* att, const void* inp, int B,
-                         int T, int C, int NH) override {
+  void attention_forward(DType dt, void* out, void* state, void* /*scratch: none*/, const void* inp,
+                         int B, int T, int C, int NH) override {
     dispatch(dt, [&](auto tag) {
       using S = decltype(tag);
-      cpu::attention_forward<S>(as<S>(out), as<S>(preatt), as<S>(att), as<S>(inp), B, T, C, NH);
+      cpu::attention_forward<S>(as<S>(out), as<S>(state), as<S>(inp), B, T, C, NH);
     });
   }
-  void attention_backward(DType dt, void* dinp, void* dpreatt, void* datt, const void* dout,
-                          const void* inp, const void* att, int B, int T, int C, int NH) override {
+  void attention_backward(DType dt, void* dinp, GradWrite dinp_mode, const void* dout,
+                          const void* inp, const void* /*out*/, const void* state,
+                          void* /*scratch*/, int B, int T, int C, int NH) override {
     dispatch(dt, [&](auto tag) {
       using S = decltype(tag);
-      cpu::attention_backward<S>(as<S>(dinp), as<S>(dpreatt), as<S>(datt), as<S>(dout), as<S>(inp),
-                                 as<S>(att), B, T, C, NH);
+      cpu::attention_backward<S>(as<S>(dinp), dinp_mode, as<S>(dout), as<S>(inp), as<S>(state), B,
+                                 T, C, NH);
     });
   }
   void gelu_forward(DType dt, void* out, const void* inp, size_t n) override {
@@ -142,10 +153,11 @@ class CpuBackend final : public Backend {
       cpu::gelu_forward<S>(as<S>(out), as<S>(inp), n);
     });
   }
-  void gelu_backward(DType dt, void* dinp, const void* inp, const void* dout, size_t n) override {
+  void gelu_backward(DType dt, void* dinp, GradWrite dinp_mode, const void* inp, const void* dout,
+                     size_t n) override {
     dispatch(dt, [&](auto tag) {
       using S = decltype(tag);
-      cpu::gelu_backward<S>(as<S>(dinp), as<S>(inp), as<S>(dout), n);
+      cpu::gelu_backward<S>(as<S>(dinp), dinp_mode, as<S>(inp), as<S>(dout), n);
     });
   }
   void residual_forward(DType dt, void* out, const void* a, const void* b, size_t n) override {
@@ -168,19 +180,49 @@ class CpuBackend final : public Backend {
       cpu::crossentropy_backward<S>(as<S>(dlogits), as<S>(logits), targets, dloss, N, V, Vp);
     });
   }
-  double sum_squares(DType dt, const void* x, size_t n) override {
-    double result = 0.0;
+
+  void mean_loss(const float* losses, const int32_t* targets, int N, int count,
+                 double* out) override {
+    double sum = 0.0;  // in order: the same bits for any thread count
+    for (int i = 0; i < N; ++i) sum += targets[i] >= 0 ? losses[i] : 0.0f;
+    *out = count > 0 ? sum / count : 0.0;
+  }
+  void sum_squares(DType dt, const void* x, size_t n, double* out) override {
     dispatch(dt, [&](auto tag) {
       using S = decltype(tag);
-      result = cpu::sum_squares<S>(as<S>(x), n);
+      *out = cpu::sum_squares<S>(as<S>(x), n);
     });
-    return result;
+  }
+  void grad_clip(const double* records, int world, int accum, float max_norm,
+                 GradClip* out) override {
+    *out = grad_clip_from_records(records, world, accum, max_norm);
+  }
+  void gather(void* dst, const void* src, size_t elem_bytes, const uint64_t* indices,
+              size_t n) override {
+    for (size_t j = 0; j < n; ++j) {
+      std::memcpy(as<char>(dst) + j * elem_bytes, as<char>(src) + indices[j] * elem_bytes,
+                  elem_bytes);
+    }
   }
 
-  void adamw_step(const AdamWRule& rule, const AdamWBuffers& buffers, const ParamSegment* segments,
-                  size_t num_segments, size_t begin, size_t end, const AdamWHyper& hyper,
+  std::unique_ptr<AdamWPlan> prepare_adamw(const std::vector<ParamSegment>& segments, size_t begin,
+                                           size_t end) override {
+    return std::make_unique<CpuAdamWPlan>(segments, begin, end);
+  }
+  void adamw_step(const AdamWPlan& plan, const AdamWRule& rule, const AdamWBuffers& buffers,
+                  const AdamWHyper& hyper, const GradClip* clip,
                   AdamWTelemetry* telemetry) override {
-    cpu::adamw_step(rule, buffers, segments, num_segments, begin, end, hyper, telemetry);
+    const auto& p = static_cast<const CpuAdamWPlan&>(plan);
+    AdamWHyper h = hyper;
+    if (clip) {
+      if (!clip->ok) {  // a non-finite gradient: the step changes nothing
+        if (telemetry) *telemetry = AdamWTelemetry{};
+        return;
+      }
+      h.grad_scale = clip->scale;
+    }
+    cpu::adamw_step(rule, buffers, p.segments.data(), p.segments.size(), p.begin(), p.end(), h,
+                    telemetry);
   }
 
  protected:
@@ -194,10 +236,25 @@ class CpuBackend final : public Backend {
     return p;
   }
   void raw_release(void* ptr) override { std::free(ptr); }
+  void raw_copy_to_device(void* dst, const void* src, size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
+  void raw_copy_to_host(void* dst, const void* src, size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
   size_t scratch_bytes() const override { return workspace_.bytes(); }
   size_t scratch_peak_bytes() const override { return workspace_.peak_bytes(); }
 
  private:
+  // Runs f on the GEMM workspace and counts a growth as an allocation (the
+  // execution model allows them only in the first step).
+  template <typename F>
+  void with_workspace(F&& f) {
+    const size_t before = workspace_.bytes();
+    f(workspace_);
+    if (workspace_.bytes() != before) count_workspace_growth();
+  }
+
   int threads_ = 1;
   cpu::Workspace workspace_;
 };

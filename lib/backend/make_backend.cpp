@@ -1,6 +1,6 @@
-#include <stdexcept>
+#include "lib/backend/make_backend.h"
 
-#include "lib/backend/backend.h"
+#include <stdexcept>
 
 namespace srkit {
 

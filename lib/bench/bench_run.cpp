@@ -6,7 +6,7 @@
 
 namespace srkit {
 
-TrainConfig bench_train_config(const GPTConfig& model, const std::string& strategy, int batch,
+TrainConfig bench_train_config(const GPTConfig& model, const PrecisionStrategy& strategy, int batch,
                                int seq_len, uint64_t steps, const BenchRunSettings& settings,
                                const std::string& out_dir) {
   const std::vector<std::string>& presets = gpt_preset_names();
@@ -36,7 +36,7 @@ TrainConfig bench_train_config(const GPTConfig& model, const std::string& strate
   return c;
 }
 
-RunSummary run_bench_training(const GPTConfig& model, const std::string& strategy, int batch,
+RunSummary run_bench_training(const GPTConfig& model, const PrecisionStrategy& strategy, int batch,
                               int seq_len, uint64_t steps, const BenchRunSettings& settings) {
   TempDir out("srkit-bench");
   Trainer trainer(bench_train_config(model, strategy, batch, seq_len, steps, settings, out.path()));

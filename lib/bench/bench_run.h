@@ -24,12 +24,12 @@ struct BenchRunSettings {
 // A TrainConfig whose model_config() has exactly `model`'s shape (its preset
 // when model.name is one, with every shape field set as an override), for a
 // measuring run of `steps` optimizer steps.
-TrainConfig bench_train_config(const GPTConfig& model, const std::string& strategy, int batch,
+TrainConfig bench_train_config(const GPTConfig& model, const PrecisionStrategy& strategy, int batch,
                                int seq_len, uint64_t steps, const BenchRunSettings& settings,
                                const std::string& out_dir);
 
 // Runs bench_train_config(...) in a temporary directory (removed afterwards).
-RunSummary run_bench_training(const GPTConfig& model, const std::string& strategy, int batch,
+RunSummary run_bench_training(const GPTConfig& model, const PrecisionStrategy& strategy, int batch,
                               int seq_len, uint64_t steps, const BenchRunSettings& settings);
 
 }  // namespace srkit

@@ -25,7 +25,8 @@ std::vector<std::string> split_list(const std::string& list, const std::string& 
   return items;
 }
 
-std::vector<std::string> split_strategy_list(const std::string& list, const std::string& flag) {
+std::vector<PrecisionStrategy> parse_strategy_list(const std::string& list,
+                                                   const std::string& flag) {
   std::vector<std::string> specs;
   for (const std::string& item : split_list(list, flag)) {
     const bool continues =
@@ -36,14 +37,15 @@ std::vector<std::string> split_strategy_list(const std::string& list, const std:
       specs.push_back(item);
     }
   }
+  std::vector<PrecisionStrategy> strategies;
   for (const std::string& spec : specs) {
     try {
-      (void)strategy_from_string(spec);
+      strategies.push_back(strategy_from_string(spec));
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument(flag + ": " + e.what());
     }
   }
-  return specs;
+  return strategies;
 }
 
 std::vector<std::string> parse_model_list(const std::string& list, const std::string& flag) {

@@ -7,6 +7,7 @@
 
 #include "lib/model/gpt.h"
 #include "lib/model/param_layout.h"
+#include "lib/train/data_parallel.h"
 
 namespace srkit {
 
@@ -23,7 +24,7 @@ size_t MemoryEstimate::category(MemCategory c) const {
     case MemCategory::kActivations:
       return activations;
     case MemCategory::kScratch:
-      return scratch;
+      return scratch + step_record;
     case MemCategory::kCount:
       break;
   }
@@ -63,10 +64,11 @@ namespace {
 // recomputed in backward), and the buffers that are not per layer. An upper
 // bound by one [B,T,C] slice: the recomputed layer's output is also the next
 // layer's checkpoint.
-size_t recompute_activation_bytes(const GPTConfig& config, DType dtype, int B, int T) {
+size_t recompute_activation_bytes(const GPTConfig& config, DType dtype, int B, int T,
+                                  const std::string& device) {
   size_t total = size_t(config.num_layers) * size_t(B) * size_t(T) * size_t(config.channels) *
                  dtype_size(dtype);
-  for (const ActivationBuffer& b : GPT::activation_buffers(config, dtype, B, T)) {
+  for (const ActivationBuffer& b : GPT::activation_buffers(config, dtype, B, T, device)) {
     total += b.bytes / size_t(b.layers);
   }
   return total;
@@ -103,10 +105,10 @@ MemoryEstimate estimate_memory(const MemoryScenario& s) {
           "--device: expected cpu or cuda (got '" + s.device + "')");
 
   const ParamLayout layout(s.model);
-  const AdamWArrayBytes per = adamw_array_bytes(s.strategy.rule());
+  const AdamWArrayBytes per = adamw_array_bytes(s.strategy.rule);
   const size_t P = layout.total_size();
   const size_t shard = s.zero == 0 ? P : zero_shard_elements(P, s.world);
-  const DType dt = s.strategy.weights;
+  const DType dt = s.strategy.weights();
 
   MemoryEstimate e;
   e.shard_elements = shard;
@@ -123,8 +125,9 @@ MemoryEstimate estimate_memory(const MemoryScenario& s) {
     e.grads = P * per.grads;
     if (s.zero == 1) reduced = shard * size_t(s.world);
   }
-  e.activations = s.recompute ? recompute_activation_bytes(s.model, dt, s.batch, T)
-                              : GPT::activation_bytes(s.model, dt, s.batch, T);
+  e.activations = s.recompute ? recompute_activation_bytes(s.model, dt, s.batch, T, s.device)
+                              : GPT::activation_bytes(s.model, dt, s.batch, T, s.device);
+  e.step_record = DataParallel::step_buffer_bytes(s.world, /*grad_accum=*/1);
   if (s.device == "cpu") {
     e.scratch = cpu_gemm_scratch_bytes(s.model, dt, s.batch, T);
     // The MPI communicator's rank-order reduction receives every rank's block

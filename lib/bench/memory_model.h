@@ -8,8 +8,10 @@
 //                       (alignment padding included) x the weight dtype;
 //   master, moments,    the optimizer's arrays for its shard
 //   kahan               (adamw_array_bytes of the strategy's rule);
-//   activations         GPT::activation_buffers(), the list the model allocates;
-//   scratch             the CPU backend's GEMM workspace (see cpu_gemm_scratch_bytes);
+//   activations         GPT::activation_buffers(), the list the model allocates
+//                       (with what the device's attention keeps, attention_sizes);
+//   scratch             the CPU backend's GEMM workspace (see cpu_gemm_scratch_bytes)
+//                       and the step record (DataParallel::step_buffer_bytes);
 //   comm                the MPI communicator's receive buffer (CPU ranks) or
 //                       nothing (NCCL reduces in place on GPUs).
 // ZeRO 2 and recomputation are models of what those designs would hold; the
@@ -39,10 +41,13 @@ struct MemoryScenario {
 struct MemoryEstimate {
   size_t weights = 0, master = 0, grads = 0, moments = 0, kahan = 0;
   size_t activations = 0, scratch = 0, comm = 0;
+  size_t step_record = 0;     // the data-parallel step record (allocated as scratch)
   size_t shard_elements = 0;  // flat elements this rank's optimizer updates
 
-  // What Backend::allocate() accounts (Backend::memory() without scratch).
-  size_t accounted() const { return weights + master + grads + moments + kahan + activations; }
+  // What Backend::allocate() accounts (Backend::memory() without the GEMM scratch).
+  size_t accounted() const {
+    return weights + master + grads + moments + kahan + activations + step_record;
+  }
   // Backend::memory().total_peak: accounted() + scratch.
   size_t backend_total() const { return accounted() + scratch; }
   size_t total() const { return backend_total() + comm; }

@@ -10,7 +10,11 @@ namespace srkit {
 
 std::vector<MemoryRow> memory_rows(MemoryMatrixOptions o) {
   if (o.models.empty()) throw std::invalid_argument("--models: empty list");
-  if (o.strategies.empty()) o.strategies = strategy_preset_names();
+  if (o.strategies.empty()) {
+    for (const std::string& name : strategy_preset_names()) {
+      o.strategies.push_back(strategy_from_string(name));
+    }
+  }
   std::vector<MemoryRow> rows;
   for (const GPTConfig& model : o.models) {
     for (int batch : o.batches) {
@@ -18,10 +22,10 @@ std::vector<MemoryRow> memory_rows(MemoryMatrixOptions o) {
         for (int zero : o.zeros) {
           for (bool recompute : o.recompute) {
             const size_t first = rows.size();
-            for (const std::string& spec : o.strategies) {
+            for (const PrecisionStrategy& strategy : o.strategies) {
               MemoryRow row;
               row.scenario.model = model;
-              row.scenario.strategy = strategy_from_string(spec);
+              row.scenario.strategy = strategy;
               row.scenario.world = world;
               row.scenario.zero = zero;
               row.scenario.batch = batch;
@@ -78,8 +82,9 @@ std::string memory_markdown_table(const std::vector<MemoryRow>& rows, const std:
         << " | " << s.strategy.name << " | " << s.world << " | " << s.zero << " | " << s.batch
         << " | " << s.seq_len << " | " << (s.recompute ? "on" : "off") << " | " << u(e.weights)
         << " | " << u(e.master) << " | " << u(e.grads) << " | " << u(e.moments) << " | "
-        << u(e.kahan) << " | " << u(e.activations) << " | " << u(e.scratch) << " | " << u(e.comm)
-        << " | " << u(e.total()) << " | " << strprintf("%.2f", double(e.total()) / params) << " | "
+        << u(e.kahan) << " | " << u(e.activations) << " | " << u(e.category(MemCategory::kScratch))
+        << " | " << u(e.comm) << " | " << u(e.total()) << " | "
+        << strprintf("%.2f", double(e.total()) / params) << " | "
         << (r.saving_vs_mixed ? strprintf("%.1f%%", 100.0 * *r.saving_vs_mixed) : "-") << " |";
     if (measured) {
       if (r.measured_total) {
@@ -105,8 +110,8 @@ std::string memory_csv(const std::vector<MemoryRow>& rows) {
     out << s.model.name << "," << ParamLayout(s.model).num_params() << "," << s.strategy.name << ","
         << s.world << "," << s.zero << "," << s.batch << "," << s.seq_len << ","
         << (s.recompute ? 1 : 0) << "," << s.device << "," << e.weights << "," << e.master << ","
-        << e.grads << "," << e.moments << "," << e.kahan << "," << e.activations << "," << e.scratch
-        << "," << e.comm << "," << e.total() << ","
+        << e.grads << "," << e.moments << "," << e.kahan << "," << e.activations << ","
+        << e.category(MemCategory::kScratch) << "," << e.comm << "," << e.total() << ","
         << (r.saving_vs_mixed ? strprintf("%.5f", *r.saving_vs_mixed) : "") << ","
         << (r.measured_total ? std::to_string(*r.measured_total) : "") << "\n";
   }
@@ -134,7 +139,7 @@ nlohmann::json memory_json(const std::vector<MemoryRow>& rows) {
                      {"moments", e.moments},
                      {"kahan", e.kahan},
                      {"activations", e.activations},
-                     {"scratch", e.scratch},
+                     {"scratch", e.category(MemCategory::kScratch)},
                      {"comm", e.comm},
                      {"total", e.total()}}},
                    {"saving_vs_mixed",

@@ -14,7 +14,7 @@ namespace srkit {
 
 struct MemoryMatrixOptions {
   std::vector<GPTConfig> models;
-  std::vector<std::string> strategies;  // specs; empty: every preset
+  std::vector<PrecisionStrategy> strategies;  // parsed by the CLI; empty: every preset
   std::vector<int> worlds{1};
   std::vector<int> zeros{0};
   std::vector<int> batches{1};

@@ -1,32 +1,14 @@
-// The peak FLOP/s that MFU divides by: on CPU the BLAS sgemm rate measured at
-// start (what this machine's GEMMs can reach with the threads in use), on a
-// GPU the datasheet dense bf16 rate of the detected device.
+// The peak FLOP/s that sr-bench's MFU divides by: the user's --peak-gflops, or
+// what the backend reports (Backend::peak_rate: measured sgemm on CPU, the
+// datasheet dense bf16 rate on a GPU).
 #pragma once
 
-#include <optional>
-#include <string>
+#include "lib/backend/backend.h"
 
 namespace srkit {
 
-struct PeakRate {
-  double gflops = 0.0;
-  std::string source;  // how it was obtained, for tables and JSON
-};
-
-// Median GFLOP/s of `reps` square n x n x n fp32 GEMMs through the CPU GEMM
-// (kernels/cpu/gemm.h, OpenBLAS) after one untimed call, with the OpenMP/BLAS
-// threads currently set (make_backend sets them).
-PeakRate measure_sgemm_peak(int n = 1024, int reps = 5);
-
-// Dense (no sparsity) bf16 tensor-core GFLOP/s from the vendor datasheet for a
-// CUDA device name as cudaGetDeviceProperties reports it ("NVIDIA H100 80GB
-// HBM3", "NVIDIA A100-SXM4-80GB", ...); nullopt for a device not in the table.
-std::optional<double> datasheet_bf16_gflops(const std::string& device_name);
-
-// The peak for `device` ("cpu" or "cuda"): override_gflops when > 0, else the
-// measured sgemm rate (cpu) or the datasheet rate of the current CUDA device.
-// Throws std::invalid_argument naming --peak-gflops when a GPU is not in the
-// datasheet table.
-PeakRate device_peak(const std::string& device, double override_gflops);
+// override_gflops when > 0, else backend.peak_rate(), which throws
+// std::invalid_argument (naming --peak-gflops) for a GPU not in the datasheet table.
+PeakRate device_peak(Backend& backend, double override_gflops);
 
 }  // namespace srkit

@@ -4,6 +4,7 @@
 #include <new>
 #include <stdexcept>
 
+#include "lib/backend/make_backend.h"
 #include "lib/bench/bench_run.h"
 #include "lib/bench/flops.h"
 #include "lib/bench/process_memory.h"
@@ -23,8 +24,11 @@ void TrainMatrixOptions::validate_and_complete() {
   };
   require(!models.empty(), "--models: empty list");
   require(!batches.empty(), "--batches: empty list");
-  if (strategies.empty()) strategies = strategy_preset_names();
-  for (const std::string& s : strategies) (void)strategy_from_string(s);
+  if (strategies.empty()) {
+    for (const std::string& name : strategy_preset_names()) {
+      strategies.push_back(strategy_from_string(name));
+    }
+  }
   for (int b : batches) require(b >= 1, "--batches: " + std::to_string(b) + " must be >= 1");
   require(steps >= 1, "--steps must be >= 1 (got " + std::to_string(steps) + ")");
   require(warmup >= 0, "--warmup must be >= 0 (got " + std::to_string(warmup) + ")");
@@ -54,11 +58,11 @@ Timing timing_of(std::vector<double> ms) {
 }
 
 CellResult run_cell(const TrainMatrixOptions& o, const std::string& model,
-                    const std::string& strategy, int batch, double peak_gflops) {
+                    const PrecisionStrategy& strategy, int batch, double peak_gflops) {
   const GPTConfig mc = gpt_preset(model);
   CellResult cell;
   cell.model = model;
-  cell.strategy = strategy;
+  cell.strategy = strategy.name;
   cell.batch = batch;
   cell.seq_len = o.seq_len_for(mc.max_seq_len);
   cell.num_params = ParamLayout(mc).num_params();
@@ -125,9 +129,12 @@ void compare_with_mixed(std::vector<CellResult>& cells) {
 TrainMatrixResult run_train_matrix(TrainMatrixOptions o, std::FILE* progress) {
   o.validate_and_complete();
   TrainMatrixResult result;
-  // Validates --device and sets the OpenMP/BLAS threads the peak probe runs with.
-  result.backend = make_backend(o.device, o.threads)->description();
-  result.peak = device_peak(o.device, o.peak_gflops);
+  {
+    // Validates --device and sets the OpenMP/BLAS threads the peak probe runs with.
+    const std::unique_ptr<Backend> backend = make_backend(o.device, o.threads);
+    result.backend = backend->description();
+    result.peak = device_peak(*backend, o.peak_gflops);
+  }
   result.options = o;
   if (progress) {
     std::fprintf(progress, "sr-bench: %s; peak %.1f GFLOP/s (%s)\n", result.backend.c_str(),
@@ -137,12 +144,12 @@ TrainMatrixResult run_train_matrix(TrainMatrixOptions o, std::FILE* progress) {
   result.rss_per_cell = true;
   for (const std::string& model : o.models) {
     for (int batch : o.batches) {
-      for (const std::string& strategy : o.strategies) {
+      for (const PrecisionStrategy& strategy : o.strategies) {
         const size_t index = result.cells.size() + 1;
         const int T = o.seq_len_for(gpt_preset(model).max_seq_len);
         if (progress) {
           std::fprintf(progress, "[%zu/%zu] %s %s B=%d T=%d: %d warm-up + %d timed steps\n", index,
-                       total, model.c_str(), strategy.c_str(), batch, T, o.warmup, o.steps);
+                       total, model.c_str(), strategy.name.c_str(), batch, T, o.warmup, o.steps);
           std::fflush(progress);
         }
         result.rss_per_cell = reset_peak_rss() && result.rss_per_cell;

@@ -11,12 +11,13 @@
 
 #include "lib/backend/backend.h"
 #include "lib/bench/peak.h"
+#include "lib/precision.h"
 
 namespace srkit {
 
 struct TrainMatrixOptions {
   std::vector<std::string> models{"tiny"};
-  std::vector<std::string> strategies;  // empty: every preset
+  std::vector<PrecisionStrategy> strategies;  // parsed by the CLI; empty: every preset
   std::vector<int> batches{4};
   int seq_len = 0;  // 0: each model's maximum, at most kDefaultSeqLen
   int steps = 5;    // timed optimizer steps per cell

@@ -84,7 +84,8 @@ std::string train_phases_table(const TrainMatrixResult& r) {
 
 std::vector<std::string> train_strategy_summaries(const TrainMatrixResult& r) {
   std::vector<std::string> lines;
-  for (const std::string& s : r.options.strategies) {
+  for (const PrecisionStrategy& strategy : r.options.strategies) {
+    const std::string& s = strategy.name;
     int cells = 0, ran = 0, compared = 0;
     double log_speed = 0.0, log_mem = 0.0, best_mfu = 0.0;
     for (const CellResult& c : r.cells) {

@@ -44,6 +44,11 @@ class Communicator {
   // naming the first rank whose value differs from rank 0's.
   virtual void check_same_on_all_ranks(const std::string& what, const std::string& value) = 0;
 
+  // Orders this communicator's collectives after the work queued on a backend's
+  // stream (Backend::native_stream(); nullptr for the CPU). Communicators of
+  // host memory ignore it.
+  virtual void use_stream(void* /*native_stream*/) {}
+
   // Wall time spent inside collectives so far.
   double comm_seconds() const { return comm_seconds_; }
 

@@ -1,7 +1,7 @@
 // Random numbers of the data pipeline. They follow the random-bits contract of
 // kernels/common/sr_bits.h (Philox4x32-10 keyed by the seed, a purpose and a
-// step in the counter), under purposes of their own so they never share bits
-// with the optimizer's streams.
+// step in the counter), under purposes of their own (RngPurpose::kDataWindows,
+// kSynthetic) so they never share bits with the optimizer's streams.
 #pragma once
 
 #include <cstdint>
@@ -9,11 +9,6 @@
 #include "kernels/common/sr_bits.h"
 
 namespace srkit {
-
-// Far above RngPurpose::kUser (sr_bits.h) so experiments numbered from kUser
-// never collide with them; purposes must fit in 16 bits.
-constexpr uint32_t kRngPurposeDataWindows = 0xDA7A;  // BatchSampler window starts
-constexpr uint32_t kRngPurposeSynthetic = 0xDA7B;    // synthetic_corpus text
 
 // A uniform integer in [0, n) from 64 uniform bits: floor(bits * n / 2^64)
 // (Lemire's multiply-high). No modulo: each value has floor or ceil of 2^64 / n
@@ -32,7 +27,7 @@ inline uint64_t philox_u64(const Philox4& block) {
 // (the synthetic corpus): block k of (seed, purpose, step 0), 64 bits per draw.
 class PhiloxStream {
  public:
-  PhiloxStream(uint64_t seed, uint32_t purpose) : seed_(seed), purpose_(purpose) {}
+  PhiloxStream(uint64_t seed, RngPurpose purpose) : seed_(seed), purpose_(purpose) {}
   uint64_t next_u64() {
     if (half_ == 0) block_ = sr_block(seed_, purpose_, 0, counter_++);
     const uint64_t out =
@@ -47,7 +42,7 @@ class PhiloxStream {
 
  private:
   uint64_t seed_;
-  uint32_t purpose_;
+  RngPurpose purpose_;
   uint64_t counter_ = 0;
   Philox4 block_{};
   int half_ = 0;

@@ -35,13 +35,14 @@ BatchSampler::BatchSampler(const TokenData& data, int seq_len, uint64_t seed)
 }
 
 uint64_t BatchSampler::window_start(uint64_t batch_index, uint64_t sample) const {
-  const Philox4 block = sr_block(seed_, kRngPurposeDataWindows, batch_index, sample);
+  const Philox4 block = sr_block(seed_, RngPurpose::kDataWindows, batch_index, sample);
   return uniform_below(philox_u64(block), num_starts_);
 }
 
 void BatchSampler::fill(uint64_t batch_index, uint64_t first_sample, int count, int32_t* inputs,
                         int32_t* targets) const {
   if (count < 0) throw std::invalid_argument(strprintf("sample count %d is negative", count));
+  check_sr_step("BatchSampler", batch_index);  // the batch index is the stream's step
   for (int i = 0; i < count; ++i) {
     const size_t row = size_t(i) * size_t(seq_len_);
     copy_window(data_, window_start(batch_index, first_sample + uint64_t(i)), seq_len_,

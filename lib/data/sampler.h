@@ -10,7 +10,7 @@ namespace srkit {
 
 // Random training windows. The start of sample s of global batch b is a pure
 // function of (seed, b, s): Philox keyed by the seed with counter
-// (s, purpose kRngPurposeDataWindows << 48 | b), i.e. sr_block(seed, purpose, b, s),
+// (s, purpose RngPurpose::kDataWindows << 48 | b), i.e. sr_block(seed, purpose, b, s),
 // mapped uniformly onto [0, n - seq_len - 1]. Resuming needs only the batch
 // counter, and any split of a global batch over ranks (first_sample, count)
 // sees the same windows. b must stay below 2^48.

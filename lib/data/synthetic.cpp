@@ -122,7 +122,7 @@ void line(PhiloxStream& rng, std::string& out) {
 }  // namespace
 
 TokenData synthetic_corpus(uint64_t seed, size_t n_bytes) {
-  PhiloxStream rng(seed, kRngPurposeSynthetic);
+  PhiloxStream rng(seed, RngPurpose::kSynthetic);
   std::string text;
   text.reserve(n_bytes + 128);
   while (text.size() < n_bytes) line(rng, text);

@@ -5,37 +5,37 @@
 #include <string>
 
 #include "kernels/common/bf16.h"
-#include "kernels/common/philox.h"
+#include "kernels/common/sr_bits.h"
 #include "lib/profiling.h"
 
 namespace srkit {
 
-// Saved forward activations (per-layer tensors stacked on a leading L axis)
-// and the backward pass's scratch, all in the model dtype except the fp32
-// LayerNorm statistics and losses.
+// Saved forward activations (per-layer tensors stacked on a leading L axis),
+// what attention keeps, and the backward pass's scratch, all in the model dtype
+// except the fp32 LayerNorm statistics and losses.
 struct GPT::Acts {
   void* encoded;    // [B,T,C]
   void* ln1;        // [L,B,T,C]
   float* ln1_mean;  // [L,B,T]
   float* ln1_rstd;
-  void* qkv;      // [L,B,T,3C]
-  void* atty;     // [L,B,T,C]
-  void* preatt;   // [B,NH,T,T], shared by all layers (backward needs only att)
-  void* att;      // [L,B,NH,T,T]
-  void* attproj;  // [L,B,T,C]
-  void* residual2;
+  void* qkv;          // [L,B,T,3C]
+  void* atty;         // [L,B,T,C]
+  void* att_state;    // [L, attention_sizes().state_per_layer bytes]
+  void* att_scratch;  // attention_sizes().scratch bytes, shared by the layers (may be null)
+  void* proj;         // [B,T,C]: each projection's output, consumed by the residual add
+  void* residual2;    // [L,B,T,C]
   void* ln2;
   float* ln2_mean;
   float* ln2_rstd;
-  void* fch;  // [L,B,T,4C]
+  void* fch;  // [L,B,T,4C], before GELU
   void* fch_gelu;
-  void* fcproj;     // [L,B,T,C]
   void* residual3;  // [L,B,T,C]
   void* lnf;        // [B,T,C]
   float* lnf_mean;
   float* lnf_rstd;
-  void* logits;  // [B,T,Vp]
+  void* logits;  // [B,T,Vp]; dlogits in place after the classifier
   float* losses;
+  double* loss;  // the synchronous forward's mean loss
   int32_t* inputs;
   int32_t* targets;
   // backward scratch
@@ -45,8 +45,7 @@ struct GPT::Acts {
   void* dqkv;              // [B,T,3C]
   void* dfch;              // [B,T,4C]
   void* dfch_gelu;         // [B,T,4C]
-  void* dpreatt;           // [B,NH,T,T]
-  void* datt;              // [B,NH,T,T]
+  size_t att_state_bytes;  // per layer
   std::vector<void*> all;  // every allocation, for release
 };
 
@@ -56,6 +55,8 @@ GPT::GPT(Backend& backend, const GPTConfig& config, DType dtype)
   const size_t bytes = layout_.total_size() * dtype_size(dtype_);
   weights_ = backend_.allocate(bytes, MemCategory::kWeights);
   grads_ = backend_.allocate(bytes, MemCategory::kGrads);
+  w_ = ParamViews::of(layout_, config_.num_layers, weights_, dtype_);
+  g_ = ParamViews::of(layout_, config_.num_layers, grads_, dtype_);
 }
 
 GPT::~GPT() {
@@ -68,28 +69,13 @@ void* GPT::at(void* base, size_t elements) const {
   return static_cast<char*>(base) + elements * dtype_size(dtype_);
 }
 
-void* GPT::param(const char* name, int layer) {
-  const ParamTensor& t = layout_.get(name);
-  const size_t per_layer = layer < 0 ? 0 : t.count / size_t(config_.num_layers);
-  return at(weights_, t.offset + size_t(layer < 0 ? 0 : layer) * per_layer);
-}
-
-void* GPT::grad(const char* name, int layer) {
-  const ParamTensor& t = layout_.get(name);
-  const size_t per_layer = layer < 0 ? 0 : t.count / size_t(config_.num_layers);
-  return at(grads_, t.offset + size_t(layer < 0 ? 0 : layer) * per_layer);
-}
-
 // ---- initialisation ----------------------------------------------------------
 
 namespace {
-constexpr uint32_t kInitPurpose = 0x494e4954;  // "INIT": never collides with SR purposes
-
-// Standard normal for flat element i: Box-Muller on two 32-bit uniforms of one
-// Philox call keyed by the seed; a pure function of (seed, i).
+// Standard normal for flat element i: Box-Muller on two 32-bit uniforms of the
+// contract's block i of stream (seed, kInit, step 0); a pure function of (seed, i).
 float init_normal(uint64_t seed, uint64_t i) {
-  const Philox4 r = philox4x32_10(uint32_t(i), uint32_t(i >> 32), kInitPurpose, 0, uint32_t(seed),
-                                  uint32_t(seed >> 32));
+  const Philox4 r = sr_block(seed, RngPurpose::kInit, 0, i);
   const double u1 = (double(r.v[0]) + 1.0) / 4294967296.0;  // (0, 1]
   const double u2 = double(r.v[1]) / 4294967296.0;
   return float(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2));
@@ -161,18 +147,25 @@ void GPT::free_activations() {
 }
 
 void GPT::bind_activations(Acts& a, const GPTConfig& config, DType dtype, int B, int T,
+                           const std::string& device,
                            const std::function<void*(const ActivationBuffer&)>& alloc) {
-  const size_t L = config.num_layers, C = config.channels, NH = config.num_heads;
+  const size_t L = config.num_layers, C = config.channels;
   const size_t Vp = config.padded_vocab_size();
-  const size_t BT = size_t(B) * T, att = size_t(B) * NH * T * T;
+  const size_t BT = size_t(B) * T;
   const size_t es = dtype_size(dtype);
   const int layers = config.num_layers;
-  // model(): in the model dtype; f32(): fp32 statistics, losses and int32 token ids.
+  const AttentionSizes att =
+      attention_sizes(device, dtype, B, T, config.channels, config.num_heads);
+  // model(): in the model dtype; f32(): fp32 statistics, losses and int32 token
+  // ids; bytes(): what the backend asked for.
   auto model = [&](const char* name, size_t elements, int stacked) {
     return alloc(ActivationBuffer{name, elements * es, stacked});
   };
   auto f32 = [&](const char* name, size_t elements, int stacked) {
     return static_cast<float*>(alloc(ActivationBuffer{name, elements * sizeof(float), stacked}));
+  };
+  auto bytes = [&](const char* name, size_t n, int stacked) {
+    return n == 0 ? nullptr : alloc(ActivationBuffer{name, n, stacked});
   };
   a.encoded = model("encoded", BT * C, 1);
   a.ln1 = model("ln1", L * BT * C, layers);
@@ -180,22 +173,23 @@ void GPT::bind_activations(Acts& a, const GPTConfig& config, DType dtype, int B,
   a.ln1_rstd = f32("ln1_rstd", L * BT, layers);
   a.qkv = model("qkv", L * BT * 3 * C, layers);
   a.atty = model("atty", L * BT * C, layers);
-  a.preatt = model("preatt", att, 1);
-  a.att = model("att", L * att, layers);
-  a.attproj = model("attproj", L * BT * C, layers);
+  a.att_state_bytes = att.state_per_layer;
+  a.att_state = bytes("att_state", L * att.state_per_layer, layers);
+  a.att_scratch = bytes("att_scratch", att.scratch, 1);
+  a.proj = model("proj", BT * C, 1);
   a.residual2 = model("residual2", L * BT * C, layers);
   a.ln2 = model("ln2", L * BT * C, layers);
   a.ln2_mean = f32("ln2_mean", L * BT, layers);
   a.ln2_rstd = f32("ln2_rstd", L * BT, layers);
   a.fch = model("fch", L * BT * 4 * C, layers);
   a.fch_gelu = model("fch_gelu", L * BT * 4 * C, layers);
-  a.fcproj = model("fcproj", L * BT * C, layers);
   a.residual3 = model("residual3", L * BT * C, layers);
   a.lnf = model("lnf", BT * C, 1);
   a.lnf_mean = f32("lnf_mean", BT, 1);
   a.lnf_rstd = f32("lnf_rstd", BT, 1);
   a.logits = model("logits", BT * Vp, 1);
   a.losses = f32("losses", BT, 1);
+  a.loss = reinterpret_cast<double*>(f32("loss", 2, 1));
   a.inputs = reinterpret_cast<int32_t*>(f32("inputs", BT, 1));
   a.targets = reinterpret_cast<int32_t*>(f32("targets", BT, 1));
   a.dresidual = model("dresidual", BT * C, 1);
@@ -204,24 +198,25 @@ void GPT::bind_activations(Acts& a, const GPTConfig& config, DType dtype, int B,
   a.dqkv = model("dqkv", BT * 3 * C, 1);
   a.dfch = model("dfch", BT * 4 * C, 1);
   a.dfch_gelu = model("dfch_gelu", BT * 4 * C, 1);
-  a.dpreatt = model("dpreatt", att, 1);
-  a.datt = model("datt", att, 1);
 }
 
 std::vector<ActivationBuffer> GPT::activation_buffers(const GPTConfig& config, DType dtype, int B,
-                                                      int T) {
+                                                      int T, const std::string& device) {
   std::vector<ActivationBuffer> out;
   Acts unbound;
-  bind_activations(unbound, config, dtype, B, T, [&](const ActivationBuffer& b) -> void* {
+  bind_activations(unbound, config, dtype, B, T, device, [&](const ActivationBuffer& b) -> void* {
     out.push_back(b);
     return nullptr;
   });
   return out;
 }
 
-size_t GPT::activation_bytes(const GPTConfig& config, DType dtype, int B, int T) {
+size_t GPT::activation_bytes(const GPTConfig& config, DType dtype, int B, int T,
+                             const std::string& device) {
   size_t total = 0;
-  for (const ActivationBuffer& b : activation_buffers(config, dtype, B, T)) total += b.bytes;
+  for (const ActivationBuffer& b : activation_buffers(config, dtype, B, T, device)) {
+    total += b.bytes;
+  }
   return total;
 }
 
@@ -234,94 +229,113 @@ void GPT::ensure_activations(int B, int T) {
   if (acts_ && B <= cap_B_ && T <= cap_T_) return;
   free_activations();
   acts_ = new Acts();
-  bind_activations(*acts_, config_, dtype_, B, T, [&](const ActivationBuffer& b) {
+  bind_activations(*acts_, config_, dtype_, B, T, backend_.name(), [&](const ActivationBuffer& b) {
     void* p = backend_.allocate(b.bytes, MemCategory::kActivations);
     acts_->all.push_back(p);
     return p;
   });
+  host_inputs_.reserve(size_t(B) * size_t(T));
   cap_B_ = B;
   cap_T_ = T;
 }
 
 // ---- forward -----------------------------------------------------------------
 
-float GPT::forward(const int32_t* inputs, const int32_t* targets, int B, int T) {
-  ScopedPhase phase(timers_, "forward");
+void GPT::load_batch(const int32_t* inputs, const int32_t* targets, int B, int T) {
   if (B < 1 || T < 1)
     throw std::invalid_argument("forward: batch and sequence length must be >= 1");
   ensure_activations(B, T);
-  B_ = B;
-  T_ = T;
-  const int L = config_.num_layers, C = config_.channels, NH = config_.num_heads;
-  const int V = config_.vocab_size, Vp = config_.padded_vocab_size();
-  const size_t BT = size_t(B) * T, att = size_t(B) * NH * T * T;
-  const DType dt = dtype_;
-  Acts& a = *acts_;
+  const int V = config_.vocab_size;
+  const size_t BT = size_t(B) * T;
   for (size_t i = 0; i < BT; ++i) {
     if (inputs[i] < 0 || inputs[i] >= V) {
       throw std::invalid_argument("token " + std::to_string(inputs[i]) +
                                   " outside the model's vocabulary [0, " + std::to_string(V) + ")");
     }
   }
-  backend_.copy_to_device(a.inputs, inputs, BT * sizeof(int32_t));
-
-  backend_.encoder_forward(dt, a.encoded, a.inputs, param("wte"), param("wpe"), B, T, C);
-  for (int l = 0; l < L; ++l) {
-    const void* residual = l == 0 ? a.encoded : at(a.residual3, (l - 1) * BT * C);
-    void* ln1 = at(a.ln1, l * BT * C);
-    float* ln1_mean = a.ln1_mean + l * BT;
-    float* ln1_rstd = a.ln1_rstd + l * BT;
-    void* qkv = at(a.qkv, l * BT * 3 * C);
-    void* atty = at(a.atty, l * BT * C);
-    void* attl = at(a.att, l * att);
-    void* attproj = at(a.attproj, l * BT * C);
-    void* residual2 = at(a.residual2, l * BT * C);
-    void* ln2 = at(a.ln2, l * BT * C);
-    float* ln2_mean = a.ln2_mean + l * BT;
-    float* ln2_rstd = a.ln2_rstd + l * BT;
-    void* fch = at(a.fch, l * BT * 4 * C);
-    void* fch_gelu = at(a.fch_gelu, l * BT * 4 * C);
-    void* fcproj = at(a.fcproj, l * BT * C);
-    void* residual3 = at(a.residual3, l * BT * C);
-
-    backend_.layernorm_forward(dt, ln1, ln1_mean, ln1_rstd, residual, param("h.ln_1.weight", l),
-                               param("h.ln_1.bias", l), int(BT), C);
-    backend_.matmul_forward(dt, qkv, ln1, param("h.attn.c_attn.weight", l),
-                            param("h.attn.c_attn.bias", l), int(BT), C, 3 * C);
-    backend_.attention_forward(dt, atty, a.preatt, attl, qkv, B, T, C, NH);
-    backend_.matmul_forward(dt, attproj, atty, param("h.attn.c_proj.weight", l),
-                            param("h.attn.c_proj.bias", l), int(BT), C, C);
-    backend_.residual_forward(dt, residual2, residual, attproj, BT * C);
-    backend_.layernorm_forward(dt, ln2, ln2_mean, ln2_rstd, residual2, param("h.ln_2.weight", l),
-                               param("h.ln_2.bias", l), int(BT), C);
-    backend_.matmul_forward(dt, fch, ln2, param("h.mlp.c_fc.weight", l),
-                            param("h.mlp.c_fc.bias", l), int(BT), C, 4 * C);
-    backend_.gelu_forward(dt, fch_gelu, fch, BT * 4 * C);
-    backend_.matmul_forward(dt, fcproj, fch_gelu, param("h.mlp.c_proj.weight", l),
-                            param("h.mlp.c_proj.bias", l), int(BT), 4 * C, C);
-    backend_.residual_forward(dt, residual3, residual2, fcproj, BT * C);
-  }
-  const void* last = at(a.residual3, (L - 1) * BT * C);
-  backend_.layernorm_forward(dt, a.lnf, a.lnf_mean, a.lnf_rstd, last, param("ln_f.weight"),
-                             param("ln_f.bias"), int(BT), C);
-  backend_.matmul_forward(dt, a.logits, a.lnf, param("wte"), nullptr, int(BT), C, Vp);
-
-  valid_targets_ = 0;
-  if (targets == nullptr) return 0.0f;
-  for (size_t i = 0; i < BT; ++i) {
+  int valid = 0;
+  for (size_t i = 0; targets && i < BT; ++i) {
     if (targets[i] >= V) {
       throw std::invalid_argument("target token " + std::to_string(targets[i]) +
                                   " outside the model's vocabulary [0, " + std::to_string(V) + ")");
     }
-    if (targets[i] >= 0) ++valid_targets_;
+    if (targets[i] >= 0) ++valid;
   }
-  backend_.copy_to_device(a.targets, targets, BT * sizeof(int32_t));
-  backend_.crossentropy_forward(dt, a.losses, a.logits, a.targets, int(BT), V, Vp);
-  std::vector<float> losses(BT);
-  backend_.copy_to_host(losses.data(), a.losses, BT * sizeof(float));
-  double sum = 0.0;  // in order: the same bits for any thread count
-  for (size_t i = 0; i < BT; ++i) sum += targets[i] >= 0 ? losses[i] : 0.0f;
-  return valid_targets_ > 0 ? float(sum / valid_targets_) : 0.0f;
+  B_ = B;
+  T_ = T;
+  valid_targets_ = valid;
+  host_inputs_.assign(inputs, inputs + BT);  // within the reserved capacity: no allocation
+  backend_.copy_to_device(acts_->inputs, inputs, BT * sizeof(int32_t));
+  if (targets) backend_.copy_to_device(acts_->targets, targets, BT * sizeof(int32_t));
+}
+
+void GPT::forward_to_logits() {
+  const int B = B_, T = T_;
+  const int L = config_.num_layers, C = config_.channels, NH = config_.num_heads;
+  const int Vp = config_.padded_vocab_size();
+  const size_t BT = size_t(B) * T;
+  const int N = int(BT);
+  const DType dt = dtype_;
+  Acts& a = *acts_;
+
+  backend_.encoder_forward(dt, a.encoded, a.inputs, w_.wte, w_.wpe, B, T, C);
+  backend_.layernorm_forward(dt, a.ln1, a.ln1_mean, a.ln1_rstd, a.encoded, w_.layers[0].ln1_w,
+                             w_.layers[0].ln1_b, N, C);
+  for (int l = 0; l < L; ++l) {
+    const LayerTensors& p = w_.layers[l];
+    const void* residual = l == 0 ? a.encoded : at(a.residual3, (l - 1) * BT * C);
+    void* ln1 = at(a.ln1, l * BT * C);
+    void* qkv = at(a.qkv, l * BT * 3 * C);
+    void* atty = at(a.atty, l * BT * C);
+    void* state = static_cast<char*>(a.att_state) + l * a.att_state_bytes;
+    void* residual2 = at(a.residual2, l * BT * C);
+    void* ln2 = at(a.ln2, l * BT * C);
+    void* fch = at(a.fch, l * BT * 4 * C);
+    void* fch_gelu = at(a.fch_gelu, l * BT * 4 * C);
+    void* residual3 = at(a.residual3, l * BT * C);
+
+    backend_.matmul_forward(dt, qkv, ln1, p.qkv_w, p.qkv_b, N, C, 3 * C);
+    backend_.attention_forward(dt, atty, state, a.att_scratch, qkv, B, T, C, NH);
+    backend_.matmul_forward(dt, a.proj, atty, p.attproj_w, p.attproj_b, N, C, C);
+    backend_.residual_layernorm_forward(dt, residual2, ln2, a.ln2_mean + l * BT,
+                                        a.ln2_rstd + l * BT, residual, a.proj, p.ln2_w, p.ln2_b, N,
+                                        C);
+    backend_.matmul_bias_gelu_forward(dt, fch_gelu, fch, ln2, p.fc_w, p.fc_b, N, C, 4 * C);
+    backend_.matmul_forward(dt, a.proj, fch_gelu, p.fcproj_w, p.fcproj_b, N, 4 * C, C);
+    // residual3 = residual2 + the MLP's output, normalised at once for what
+    // comes next: the next layer's ln1, or the final LayerNorm.
+    const bool last = l + 1 == L;
+    void* next_ln = last ? a.lnf : at(a.ln1, (l + 1) * BT * C);
+    float* next_mean = last ? a.lnf_mean : a.ln1_mean + (l + 1) * BT;
+    float* next_rstd = last ? a.lnf_rstd : a.ln1_rstd + (l + 1) * BT;
+    const void* next_w = last ? w_.lnf_w : w_.layers[l + 1].ln1_w;
+    const void* next_b = last ? w_.lnf_b : w_.layers[l + 1].ln1_b;
+    backend_.residual_layernorm_forward(dt, residual3, next_ln, next_mean, next_rstd, residual2,
+                                        a.proj, next_w, next_b, N, C);
+  }
+  backend_.matmul_forward(dt, a.logits, a.lnf, w_.wte, nullptr, N, C, Vp);
+}
+
+void GPT::forward(const int32_t* inputs, const int32_t* targets, int B, int T, double* loss) {
+  ScopedPhase phase(timers_, "forward");
+  load_batch(inputs, targets, B, T);
+  forward_to_logits();
+  have_dlogits_source_ = false;
+  if (targets == nullptr) return;
+  const int N = B * T;
+  backend_.crossentropy_forward(dtype_, acts_->losses, acts_->logits, acts_->targets, N,
+                                config_.vocab_size, config_.padded_vocab_size());
+  if (loss) backend_.mean_loss(acts_->losses, acts_->targets, N, valid_targets_, loss);
+  have_dlogits_source_ = valid_targets_ > 0;
+}
+
+float GPT::forward(const int32_t* inputs, const int32_t* targets, int B, int T) {
+  ensure_activations(B, T);
+  forward(inputs, targets, B, T, targets ? acts_->loss : nullptr);
+  if (targets == nullptr) return 0.0f;
+  double loss = 0.0;
+  backend_.copy_to_host(&loss, acts_->loss, sizeof loss);
+  return float(loss);
 }
 
 std::vector<float> GPT::logits(int b, int t) {
@@ -343,40 +357,73 @@ std::vector<float> GPT::logits(int b, int t) {
 
 void GPT::zero_grads() { backend_.fill_zero(grads_, weight_bytes()); }
 
-void GPT::backward(float loss_scale) {
+void GPT::backward(float loss_scale, GradWrite mode) {
   ScopedPhase phase(timers_, "backward");
-  if (!acts_ || valid_targets_ == 0) {
+  if (!acts_ || !have_dlogits_source_) {
     throw std::logic_error("backward: needs a forward with targets first");
   }
-  const int B = B_, T = T_;
-  const int L = config_.num_layers, C = config_.channels, NH = config_.num_heads;
-  const int V = config_.vocab_size, Vp = config_.padded_vocab_size();
-  const size_t BT = size_t(B) * T, att = size_t(B) * NH * T * T;
-  const size_t es = dtype_size(dtype_);
-  const DType dt = dtype_;
-  Acts& a = *acts_;
-
   // d(mean loss)/d(logits) = softmax - onehot, scaled by 1/valid targets, written
   // over the logits (as llm.c does): the [B,T,Vp] buffer is the largest one.
-  void* dlogits = a.logits;
-  backend_.crossentropy_backward(dt, dlogits, a.logits, a.targets,
-                                 loss_scale / float(valid_targets_), int(BT), V, Vp);
-  valid_targets_ = 0;  // the logits are gone: a second backward needs a new forward
-  backend_.fill_zero(a.dln, BT * C * es);
-  backend_.matmul_backward(dt, a.dln, grad("wte"), nullptr, dlogits, a.lnf, param("wte"), int(BT),
-                           C, Vp);
+  backend_.crossentropy_backward(dtype_, acts_->logits, acts_->logits, acts_->targets,
+                                 loss_scale / float(valid_targets_), B_ * T_, config_.vocab_size,
+                                 config_.padded_vocab_size());
+  have_dlogits_source_ = false;  // the logits are gone: a second backward needs a new forward
+  backward_from_dlogits(mode);
+}
+
+void GPT::forward_backward(const int32_t* inputs, const int32_t* targets, int B, int T,
+                           float loss_scale, GradWrite mode, double* loss) {
+  if (targets == nullptr) throw std::invalid_argument("forward_backward: targets are required");
+  {
+    ScopedPhase phase(timers_, "forward");
+    load_batch(inputs, targets, B, T);
+    if (valid_targets_ == 0) {
+      throw std::invalid_argument("forward_backward: the batch has no target >= 0");
+    }
+    forward_to_logits();
+    const int N = B * T;
+    backend_.classifier(dtype_, acts_->logits, acts_->losses, acts_->targets,
+                        loss_scale / float(valid_targets_), N, config_.vocab_size,
+                        config_.padded_vocab_size());
+    if (loss) backend_.mean_loss(acts_->losses, acts_->targets, N, valid_targets_, loss);
+    have_dlogits_source_ = false;
+  }
+  ScopedPhase phase(timers_, "backward");
+  backward_from_dlogits(mode);
+}
+
+void GPT::backward_from_dlogits(GradWrite mode) {
+  const int B = B_, T = T_;
+  const int L = config_.num_layers, C = config_.channels, NH = config_.num_heads;
+  const int Vp = config_.padded_vocab_size();
+  const size_t BT = size_t(B) * T;
+  const int N = int(BT);
+  const DType dt = dtype_;
+  const GradWrite kWrite = GradWrite::kOverwrite, kAdd = GradWrite::kAccumulate;
+  Acts& a = *acts_;
+
+  // The tied embedding's gradient: the classifier's part first (it covers every
+  // row), the encoder's added at the end. wpe's rows past T get no contribution,
+  // so its gradient is cleared when a step's first micro-batch starts it.
+  backend_.matmul_backward(dt, a.dln, kWrite, g_.wte, nullptr, mode, a.logits, a.lnf, w_.wte, N, C,
+                           Vp);
+  if (mode == GradWrite::kOverwrite) {
+    backend_.fill_zero(g_.wpe, size_t(config_.max_seq_len) * C * dtype_size(dt));
+  }
   // dresidual carries the gradient of the residual stream down through the layers.
-  backend_.fill_zero(a.dresidual, BT * C * es);
   const void* last = at(a.residual3, (L - 1) * BT * C);
-  backend_.layernorm_backward(dt, a.dresidual, grad("ln_f.weight"), grad("ln_f.bias"), a.dln, last,
-                              param("ln_f.weight"), a.lnf_mean, a.lnf_rstd, int(BT), C);
+  backend_.layernorm_backward(dt, a.dresidual, kWrite, g_.lnf_w, g_.lnf_b, mode, a.dln, last,
+                              w_.lnf_w, a.lnf_mean, a.lnf_rstd, N, C);
 
   for (int l = L - 1; l >= 0; --l) {
+    ScopedPhase layer_phase(nullptr, "backward layer");  // an NVTX range per layer
+    const LayerTensors& p = w_.layers[l];
+    const LayerTensors& gp = g_.layers[l];
     const void* residual = l == 0 ? a.encoded : at(a.residual3, (l - 1) * BT * C);
     const void* ln1 = at(a.ln1, l * BT * C);
     const void* qkv = at(a.qkv, l * BT * 3 * C);
     const void* atty = at(a.atty, l * BT * C);
-    const void* attl = at(a.att, l * att);
+    const void* state = static_cast<const char*>(a.att_state) + l * a.att_state_bytes;
     const void* residual2 = at(a.residual2, l * BT * C);
     const void* ln2 = at(a.ln2, l * BT * C);
     const void* fch = at(a.fch, l * BT * 4 * C);
@@ -384,34 +431,25 @@ void GPT::backward(float loss_scale) {
 
     // residual3 = residual2 + fcproj: both receive dresidual unchanged, so the
     // MLP branch reads dresidual as d(fcproj) and its LayerNorm adds into it.
-    backend_.fill_zero(a.dfch_gelu, BT * 4 * C * es);
-    backend_.matmul_backward(dt, a.dfch_gelu, grad("h.mlp.c_proj.weight", l),
-                             grad("h.mlp.c_proj.bias", l), a.dresidual, fch_gelu,
-                             param("h.mlp.c_proj.weight", l), int(BT), 4 * C, C);
-    backend_.fill_zero(a.dfch, BT * 4 * C * es);
-    backend_.gelu_backward(dt, a.dfch, fch, a.dfch_gelu, BT * 4 * C);
-    backend_.fill_zero(a.dln, BT * C * es);
-    backend_.matmul_backward(dt, a.dln, grad("h.mlp.c_fc.weight", l), grad("h.mlp.c_fc.bias", l),
-                             a.dfch, ln2, param("h.mlp.c_fc.weight", l), int(BT), C, 4 * C);
-    backend_.layernorm_backward(dt, a.dresidual, grad("h.ln_2.weight", l), grad("h.ln_2.bias", l),
-                                a.dln, residual2, param("h.ln_2.weight", l), a.ln2_mean + l * BT,
-                                a.ln2_rstd + l * BT, int(BT), C);
+    backend_.matmul_backward(dt, a.dfch_gelu, kWrite, gp.fcproj_w, gp.fcproj_b, mode, a.dresidual,
+                             fch_gelu, p.fcproj_w, N, 4 * C, C);
+    backend_.gelu_backward(dt, a.dfch, kWrite, fch, a.dfch_gelu, BT * 4 * C);
+    backend_.matmul_backward(dt, a.dln, kWrite, gp.fc_w, gp.fc_b, mode, a.dfch, ln2, p.fc_w, N, C,
+                             4 * C);
+    backend_.layernorm_backward(dt, a.dresidual, kAdd, gp.ln2_w, gp.ln2_b, mode, a.dln, residual2,
+                                p.ln2_w, a.ln2_mean + l * BT, a.ln2_rstd + l * BT, N, C);
     // residual2 = residual + attproj: the same pattern for the attention branch.
-    backend_.fill_zero(a.datty, BT * C * es);
-    backend_.matmul_backward(dt, a.datty, grad("h.attn.c_proj.weight", l),
-                             grad("h.attn.c_proj.bias", l), a.dresidual, atty,
-                             param("h.attn.c_proj.weight", l), int(BT), C, C);
-    backend_.fill_zero(a.dqkv, BT * 3 * C * es);
-    backend_.attention_backward(dt, a.dqkv, a.dpreatt, a.datt, a.datty, qkv, attl, B, T, C, NH);
-    backend_.fill_zero(a.dln, BT * C * es);
-    backend_.matmul_backward(dt, a.dln, grad("h.attn.c_attn.weight", l),
-                             grad("h.attn.c_attn.bias", l), a.dqkv, ln1,
-                             param("h.attn.c_attn.weight", l), int(BT), C, 3 * C);
-    backend_.layernorm_backward(dt, a.dresidual, grad("h.ln_1.weight", l), grad("h.ln_1.bias", l),
-                                a.dln, residual, param("h.ln_1.weight", l), a.ln1_mean + l * BT,
-                                a.ln1_rstd + l * BT, int(BT), C);
+    backend_.matmul_backward(dt, a.datty, kWrite, gp.attproj_w, gp.attproj_b, mode, a.dresidual,
+                             atty, p.attproj_w, N, C, C);
+    backend_.attention_backward(dt, a.dqkv, kWrite, a.datty, qkv, atty, state, a.att_scratch, B, T,
+                                C, NH);
+    backend_.matmul_backward(dt, a.dln, kWrite, gp.qkv_w, gp.qkv_b, mode, a.dqkv, ln1, p.qkv_w, N,
+                             C, 3 * C);
+    backend_.layernorm_backward(dt, a.dresidual, kAdd, gp.ln1_w, gp.ln1_b, mode, a.dln, residual,
+                                p.ln1_w, a.ln1_mean + l * BT, a.ln1_rstd + l * BT, N, C);
   }
-  backend_.encoder_backward(dt, grad("wte"), grad("wpe"), a.dresidual, a.inputs, B, T, C);
+  backend_.encoder_backward(dt, g_.wte, g_.wpe, a.dresidual, a.inputs, host_inputs_.data(), B, T,
+                            C);
 }
 
 }  // namespace srkit

@@ -1,25 +1,31 @@
 // The GPT-2 model on a Backend: flat parameter and gradient buffers (layout in
-// param_layout.h), activations sized for the batch in use, and the forward and
-// backward passes written once against the Backend's ops.
+// param_layout.h, reached through ParamViews), activations sized for the batch
+// in use, and the forward and backward passes written once against the
+// Backend's ops. Everything a pass does is enqueued on the backend's stream; the
+// only host reads are in the synchronous conveniences (the float forward,
+// logits, weights_as_f32).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "kernels/common/dtype.h"
 #include "lib/backend/backend.h"
 #include "lib/model/gpt_config.h"
 #include "lib/model/param_layout.h"
+#include "lib/model/param_views.h"
 
 namespace srkit {
 
 class PhaseTimers;
 
 // One activation buffer the model allocates (MemCategory::kActivations) for a
-// [B, T] batch: saved forward activations, fp32 LayerNorm statistics and
-// losses, token ids, and the backward pass's scratch.
+// [B, T] batch: saved forward activations, what attention keeps for backward
+// (Backend::attention_sizes), fp32 LayerNorm statistics and losses, token ids,
+// and the backward pass's scratch.
 struct ActivationBuffer {
   const char* name;  // e.g. "qkv"
   size_t bytes;
@@ -45,41 +51,58 @@ class GPT {
   // GPT-2 initialisation, deterministic from the seed: N(0, 0.02) for embeddings
   // and matrices, 0.02/sqrt(2L) for the residual projections, zero biases, unit
   // LayerNorm gains; padded vocabulary rows stay zero. Values are drawn in fp32
-  // and rounded to nearest into the weight dtype. Returns the fp32 values
-  // (rounded to the weight dtype, so every strategy starts from the same weights).
+  // (RngPurpose::kInit) and rounded to nearest into the weight dtype. Returns the
+  // fp32 values (rounded to the weight dtype, so every strategy starts from the
+  // same weights).
   std::vector<float> init_weights(uint64_t seed);
   // Host fp32 values (widened from the weight dtype) <-> device weights.
   std::vector<float> weights_as_f32();
   void set_weights_from_f32(const std::vector<float>& values);
 
-  // Forward over B rows of T tokens (host arrays of B*T). With targets, returns
-  // the mean cross-entropy over positions whose target is >= 0; without, 0.
+  // Enqueues the forward pass over B rows of T tokens (host arrays of B*T, copied
+  // before the call returns). With targets, the mean cross-entropy over
+  // positions whose target is >= 0 is written to the device double *loss (when
+  // not null) and a later backward() may follow.
+  void forward(const int32_t* inputs, const int32_t* targets, int B, int T, double* loss);
+  // Synchronous convenience (evaluation, generation, tests): forward, then read
+  // the loss back; 0 without targets.
   float forward(const int32_t* inputs, const int32_t* targets, int B, int T);
+  // After a forward with targets: gradients of loss * loss_scale, stored into the
+  // gradient buffer by `mode` (kOverwrite: the first micro-batch of a step).
+  void backward(float loss_scale, GradWrite mode = GradWrite::kAccumulate);
+  // A training micro-batch in one go: forward, the fused classifier (loss and
+  // dlogits in one pass over the logits), backward. Same results as forward +
+  // backward.
+  void forward_backward(const int32_t* inputs, const int32_t* targets, int B, int T,
+                        float loss_scale, GradWrite mode, double* loss);
   void zero_grads();
-  // After a forward with targets: grads += d(loss * loss_scale)/d(params).
-  void backward(float loss_scale);
   // After a forward: fp32 logits (first vocab_size) of row b, position t.
   std::vector<float> logits(int b, int t);
 
   void set_timers(PhaseTimers* timers) { timers_ = timers; }
 
-  // Every activation buffer a forward/backward over [B, T] allocates, in
-  // allocation order. ensure_activations() allocates exactly this list, so
-  // memory models (lib/bench/memory_model.h) and the model share one source.
+  // Every activation buffer a forward/backward over [B, T] allocates on `device`
+  // (Backend::name()), in allocation order. ensure_activations() allocates
+  // exactly this list, so memory models (lib/bench/memory_model.h) and the model
+  // share one source.
   static std::vector<ActivationBuffer> activation_buffers(const GPTConfig& config, DType dtype,
-                                                          int B, int T);
-  static size_t activation_bytes(const GPTConfig& config, DType dtype, int B, int T);
+                                                          int B, int T, const std::string& device);
+  static size_t activation_bytes(const GPTConfig& config, DType dtype, int B, int T,
+                                 const std::string& device);
 
  private:
   struct Acts;
   // Binds every pointer of `acts` to alloc(buffer) for the buffers of a [B, T] batch.
   static void bind_activations(Acts& acts, const GPTConfig& config, DType dtype, int B, int T,
+                               const std::string& device,
                                const std::function<void*(const ActivationBuffer&)>& alloc);
   void ensure_activations(int B, int T);
   void free_activations();
-  void* param(const char* name, int layer = -1);
-  void* grad(const char* name, int layer = -1);
   void* at(void* base, size_t elements) const;
+  // Checks and uploads a batch; counts the valid targets.
+  void load_batch(const int32_t* inputs, const int32_t* targets, int B, int T);
+  void forward_to_logits();  // the layers and the classifier matmul, for the loaded batch
+  void backward_from_dlogits(GradWrite mode);
 
   Backend& backend_;
   GPTConfig config_;
@@ -87,10 +110,14 @@ class GPT {
   DType dtype_;
   void* weights_ = nullptr;
   void* grads_ = nullptr;
+  ParamViews w_, g_;  // views of weights_ and grads_
   Acts* acts_ = nullptr;
-  int cap_B_ = 0, cap_T_ = 0;  // activation capacity
-  int B_ = 0, T_ = 0;          // shape of the last forward
-  int valid_targets_ = 0;      // count of targets >= 0 in the last forward
+  int cap_B_ = 0, cap_T_ = 0;         // activation capacity
+  int B_ = 0, T_ = 0;                 // shape of the loaded batch
+  int valid_targets_ = 0;             // targets >= 0 in the loaded batch
+  bool have_dlogits_source_ = false;  // logits + targets of a forward that backward may use
+  std::vector<int32_t>
+      host_inputs_;  // the loaded batch's tokens (encoder_backward plans with them)
   PhaseTimers* timers_ = nullptr;
 };
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <stdexcept>
 
 namespace srkit {
 namespace {
@@ -29,16 +31,45 @@ DType opaque_dtype(size_t element_bytes) { return element_bytes == 4 ? DType::kF
 
 }  // namespace
 
-DataParallel::DataParallel(Communicator& comm, GPT& model, int zero, PhaseTimers* timers)
+DataParallel::DataParallel(Communicator& comm, GPT& model, int zero, int grad_accum,
+                           PhaseTimers* timers)
     : comm_(comm),
       model_(model),
       backend_(model.backend()),
       zero_(zero),
+      accum_(grad_accum),
       plan_(model.layout().total_size(), comm.world_size()),
-      timers_(timers) {}
+      timers_(timers) {
+  if (grad_accum < 1) throw std::invalid_argument("--grad-accum must be >= 1");
+  comm_.use_stream(backend_.native_stream());
+  step_bytes_ = step_buffer_bytes(world(), grad_accum);
+  step_buffer_ = backend_.allocate(step_bytes_, MemCategory::kScratch);
+  step_host_.resize(step_bytes_);
+}
+
+DataParallel::~DataParallel() { backend_.release(step_buffer_); }
+
+size_t DataParallel::step_buffer_bytes(int world, int grad_accum) {
+  // W records, then the clip and W telemetry slots, all on 8-byte boundaries.
+  return size_t(world) * StepRecord::doubles(grad_accum) * sizeof(double) + sizeof(GradClip) +
+         size_t(world) * sizeof(AdamWTelemetry);
+}
 
 size_t DataParallel::optimizer_begin() const { return zero_ ? plan_.begin(rank()) : 0; }
 size_t DataParallel::optimizer_end() const { return zero_ ? plan_.end(rank()) : plan_.total(); }
+
+size_t DataParallel::record_doubles() const { return StepRecord::doubles(accum_); }
+double* DataParallel::records() const { return static_cast<double*>(step_buffer_); }
+double* DataParallel::own_record() const { return records() + size_t(rank()) * record_doubles(); }
+GradClip* DataParallel::clip() const {
+  return reinterpret_cast<GradClip*>(records() + size_t(world()) * record_doubles());
+}
+AdamWTelemetry* DataParallel::telemetry(int q) const {
+  return reinterpret_cast<AdamWTelemetry*>(clip() + 1) + q;
+}
+
+double* DataParallel::loss_slot(int k) { return own_record() + StepRecord::kLoss0 + size_t(k); }
+AdamWTelemetry* DataParallel::telemetry_slot() { return telemetry(rank()); }
 
 void DataParallel::reduce_gradients() {
   if (world() == 1) return;  // one contribution: the sum is the identity
@@ -57,30 +88,67 @@ void DataParallel::reduce_gradients() {
   }
 }
 
-double DataParallel::shard_grad_sumsq() {
+const GradClip* DataParallel::exchange(int stop_signal, float max_norm) {
   const DType dt = model_.dtype();
   const size_t begin = plan_.begin(rank()), end = plan_.end(rank());
-  return backend_.sum_squares(dt, static_cast<char*>(model_.grads()) + begin * dtype_size(dt),
-                              end - begin);
+  double* mine = own_record();
+  backend_.sum_squares(dt, static_cast<char*>(model_.grads()) + begin * dtype_size(dt), end - begin,
+                       mine + StepRecord::kSumSq);
+  const double signal = double(stop_signal);
+  backend_.copy_to_device(mine + StepRecord::kSignal, &signal, sizeof signal);
+  if (world() > 1) {
+    ScopedPhase phase(timers_, kCommPhase);
+    // In place; a double travels as two opaque 4-byte elements.
+    comm_.all_gather(mine, records(), 2 * record_doubles(), DType::kF32);
+  }
+  backend_.grad_clip(records(), world(), accum_, max_norm, clip());
+  return clip();
 }
 
-DataParallel::StepTotals DataParallel::exchange_step(const std::vector<double>& micro_losses,
-                                                     double shard_sumsq, int stop_signal) {
-  std::vector<double> record{double(stop_signal), shard_sumsq};
-  record.insert(record.end(), micro_losses.begin(), micro_losses.end());
-  const std::vector<std::vector<double>> all = all_gather(record);
-  const size_t A = micro_losses.size();
-  const double global_micro_batches = double(A) * world();
+DataParallel::StepTotals DataParallel::finish_step(bool with_telemetry) {
+  gather_weights();
+  const bool gather_telemetry = with_telemetry && zero_ && world() > 1;
+  if (gather_telemetry) {
+    ScopedPhase phase(timers_, kCommPhase);
+    static_assert(sizeof(AdamWTelemetry) % 4 == 0, "telemetry travels as 4-byte elements");
+    comm_.all_gather(telemetry(rank()), telemetry(0), sizeof(AdamWTelemetry) / 4, DType::kF32);
+  }
+  backend_.copy_to_host(step_host_.data(), step_buffer_, step_bytes_);
+
+  const size_t stride = record_doubles();
+  const auto* rec = reinterpret_cast<const double*>(step_host_.data());
+  GradClip c;
+  std::memcpy(&c, step_host_.data() + size_t(world()) * stride * sizeof(double), sizeof c);
   StepTotals t;
-  double sumsq = 0.0;
-  for (size_t k = 0; k < A; ++k) {
-    for (int q = 0; q < world(); ++q) t.loss += all[q][2 + k] / global_micro_batches;
+  t.grad_norm = c.norm;
+  t.clip_scale = c.scale;
+  t.finite = c.ok != 0;
+  const double global_micro_batches = double(accum_) * world();
+  for (int k = 0; k < accum_; ++k) {  // global micro-batch k * W + q
+    for (int q = 0; q < world(); ++q) {
+      t.loss += rec[size_t(q) * stride + StepRecord::kLoss0 + size_t(k)] / global_micro_batches;
+    }
   }
   for (int q = 0; q < world(); ++q) {
-    t.stop_signal = std::max(t.stop_signal, int(all[q][0]));
-    sumsq += all[q][1];
+    t.stop_signal = std::max(t.stop_signal, int(rec[size_t(q) * stride + StepRecord::kSignal]));
   }
-  t.grad_norm = std::sqrt(sumsq);
+  if (with_telemetry) {
+    const char* tel = step_host_.data() + size_t(world()) * stride * sizeof(double) + sizeof c;
+    // Plain data parallel: every rank stepped the whole buffer, its own sums are
+    // the total. ZeRO-1: the shards' sums, added in rank order.
+    const int first = gather_telemetry ? 0 : rank(), last = gather_telemetry ? world() : rank() + 1;
+    for (int q = first; q < last; ++q) {
+      AdamWTelemetry part;
+      std::memcpy(&part, tel + size_t(q) * sizeof part, sizeof part);
+      t.telemetry.update_sq += part.update_sq;
+      t.telemetry.weight_sq += part.weight_sq;
+      t.telemetry.n += part.n;
+      t.telemetry.nonzero += part.nonzero;
+      t.telemetry.erased += part.erased;
+      t.telemetry.m_stalled += part.m_stalled;
+      t.telemetry.v_stalled += part.v_stalled;
+    }
+  }
   return t;
 }
 
@@ -111,24 +179,6 @@ std::vector<std::vector<double>> DataParallel::all_gather(const std::vector<doub
   }
   std::vector<std::vector<double>> out(W);
   for (size_t q = 0; q < W; ++q) out[q].assign(all.begin() + q * n, all.begin() + (q + 1) * n);
-  return out;
-}
-
-AdamWTelemetry DataParallel::combine(const AdamWTelemetry& t) {
-  if (!zero_ || world() == 1) return t;
-  // Counts stay exact as doubles (< 2^53).
-  const auto all = all_gather({t.update_sq, t.weight_sq, double(t.n), double(t.nonzero),
-                               double(t.erased), double(t.m_stalled), double(t.v_stalled)});
-  AdamWTelemetry out;
-  for (const std::vector<double>& q : all) {
-    out.update_sq += q[0];
-    out.weight_sq += q[1];
-    out.n += uint64_t(q[2]);
-    out.nonzero += uint64_t(q[3]);
-    out.erased += uint64_t(q[4]);
-    out.m_stalled += uint64_t(q[5]);
-    out.v_stalled += uint64_t(q[6]);
-  }
   return out;
 }
 

@@ -14,7 +14,9 @@
 //
 // Buffers handed to the communicator are the backend's device buffers (host
 // scalars are staged through a small device buffer), so the same code drives the
-// MPI communicator on CPU ranks and NCCL on GPU ranks.
+// MPI communicator on CPU ranks and NCCL on GPU ranks. The per-step values
+// (losses, gradient norm, clip, telemetry, stop signal) travel as one device
+// record per rank and reach the host once per step, after the optimizer.
 #pragma once
 
 #include <cstdint>
@@ -33,9 +35,13 @@ namespace srkit {
 
 class DataParallel {
  public:
-  // zero: 0 = plain data parallel, 1 = ZeRO-1. timers gets a "communication"
-  // phase for every collective (may be null).
-  DataParallel(Communicator& comm, GPT& model, int zero, PhaseTimers* timers);
+  // zero: 0 = plain data parallel, 1 = ZeRO-1. grad_accum: micro-batches per
+  // optimizer step (the size of the step record). timers gets a "communication"
+  // phase for every collective (may be null). Allocates the step record once.
+  DataParallel(Communicator& comm, GPT& model, int zero, int grad_accum, PhaseTimers* timers);
+  ~DataParallel();
+  DataParallel(const DataParallel&) = delete;
+  DataParallel& operator=(const DataParallel&) = delete;
 
   int rank() const { return comm_.rank(); }
   int world() const { return comm_.world_size(); }
@@ -46,34 +52,35 @@ class DataParallel {
   size_t optimizer_begin() const;
   size_t optimizer_end() const;
 
+  // ---- one optimizer step, on the device (kernels/common/step_record.h) ----
+  // The device double that receives micro-batch k's mean loss.
+  double* loss_slot(int k);
   // After every micro-batch's backward: sums the gradients over the ranks (rank
   // order, fp32, rounded once to the gradient dtype). Plain: the whole buffer on
   // every rank. ZeRO-1: only this rank's shard is reduced (reduce-scatter); the
   // rest of the buffer keeps this rank's own unreduced gradients.
   void reduce_gradients();
-  // This rank's partial sum of squares of the reduced gradients over its shard
-  // (plain data parallel uses the same shards, so both modes combine the same
-  // partials into the norm).
-  double shard_grad_sumsq();
-  // The one small exchange of every step. Each rank gives its micro-batch
-  // losses (micro-batch k of rank r is global micro-batch k * W + r), its
-  // shard_grad_sumsq() and the stop signal it saw (0: none); every rank gets the
-  // same totals.
+  // Writes this rank's stop signal (0: none) and the sum of squares of its shard
+  // of the reduced gradients into its record (plain data parallel uses the same
+  // shards, so both modes combine the same partials into the norm), exchanges
+  // the records (a collective) and derives the clip from them: the returned
+  // device GradClip is what the optimizer consumes. No host read.
+  const GradClip* exchange(int stop_signal, float max_norm);
+  // The device telemetry this rank's optimizer fills on logging steps.
+  AdamWTelemetry* telemetry_slot();
+
+  // After the optimizer step: ZeRO-1's weight gather (every rank gets every
+  // shard), with telemetry ZeRO-1's telemetry gather, then the step's one host
+  // read. Every rank gets the same totals.
   struct StepTotals {
     double loss = 0.0;       // mean over the global batch, added in global micro-batch order
     double grad_norm = 0.0;  // root of the shard sums, added in rank order
-    int stop_signal = 0;     // the largest signal any rank saw
+    float clip_scale = 1.0f;
+    bool finite = true;          // loss and gradient norm finite (else the optimizer did nothing)
+    int stop_signal = 0;         // the largest signal any rank saw
+    AdamWTelemetry telemetry{};  // the whole buffer's (with_telemetry only)
   };
-  StepTotals exchange_step(const std::vector<double>& micro_losses, double shard_sumsq,
-                           int stop_signal);
-
-  // ZeRO-1, after the shard's optimizer step: every rank gets every shard's
-  // weights. Plain: nothing to do.
-  void gather_weights();
-
-  // The optimizer telemetry of the whole buffer: under ZeRO-1 the shards' sums
-  // added in rank order (a collective); otherwise t itself.
-  AdamWTelemetry combine(const AdamWTelemetry& t);
+  StepTotals finish_step(bool with_telemetry);
 
   // Every rank's `mine` (the same length on every rank), in rank order.
   std::vector<std::vector<double>> all_gather(const std::vector<double>& mine);
@@ -93,13 +100,29 @@ class DataParallel {
 
   Communicator& comm() { return comm_; }
 
+  // Bytes of the step record a rank allocates (scratch): W records, the clip and
+  // W telemetry slots.
+  static size_t step_buffer_bytes(int world, int grad_accum);
+
  private:
+  void gather_weights();
+  // Layout of the step buffer: W records, the clip, W telemetry slots.
+  size_t record_doubles() const;
+  double* records() const;
+  double* own_record() const;
+  GradClip* clip() const;
+  AdamWTelemetry* telemetry(int rank) const;
+
   Communicator& comm_;
   GPT& model_;
   Backend& backend_;
   int zero_;
+  int accum_;
   ShardPlan plan_;
   PhaseTimers* timers_;
+  void* step_buffer_ = nullptr;  // device
+  size_t step_bytes_ = 0;
+  std::vector<char> step_host_;  // its host mirror, read once per step
 };
 
 }  // namespace srkit

@@ -4,13 +4,12 @@
 #include <cmath>
 #include <cstdio>
 
-#include "kernels/common/philox.h"
+#include "kernels/common/sr_bits.h"
 
 namespace srkit {
 
 std::vector<int32_t> generate(GPT& model, std::vector<int32_t> prompt, int n, int window,
                               uint64_t seed) {
-  constexpr uint32_t kSamplePurpose = 0x53414d50;  // "SAMP"
   std::vector<int32_t> tokens = std::move(prompt);
   if (tokens.empty()) tokens.push_back(0);
   for (int i = 0; i < n; ++i) {
@@ -25,8 +24,7 @@ std::vector<int32_t> generate(GPT& model, std::vector<int32_t> prompt, int n, in
       total += std::exp(double(logits[v]) - double(max_logit));
       cdf[v] = total;
     }
-    const Philox4 r =
-        philox4x32_10(uint32_t(i), 0, kSamplePurpose, 0, uint32_t(seed), uint32_t(seed >> 32));
+    const Philox4 r = sr_block(seed, RngPurpose::kSample, 0, uint64_t(i));
     const double u = (double(r.v[0]) / 4294967296.0) * total;
     const size_t pick = std::upper_bound(cdf.begin(), cdf.end(), u) - cdf.begin();
     tokens.push_back(int32_t(std::min(pick, cdf.size() - 1)));

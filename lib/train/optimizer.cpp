@@ -27,31 +27,33 @@ Optimizer::Optimizer(GPT& model, const PrecisionStrategy& strategy, uint64_t see
     : model_(model),
       backend_(model.backend()),
       strategy_(strategy),
-      rule_(strategy.rule()),
       seed_(seed),
       begin_(begin),
       end_(std::min(end, model.layout().total_size())) {
-  if (strategy_.weights != model.dtype()) {
+  strategy_.validate();
+  if (strategy_.weights() != model.dtype()) {
     throw std::invalid_argument("optimizer: strategy weight dtype differs from the model's");
   }
   if (begin_ >= end_ || begin_ % kParamAlign != 0) {
     throw std::invalid_argument("optimizer: shard must be non-empty and start at a multiple of " +
                                 std::to_string(kParamAlign));
   }
-  segments_ = model.layout().segments();
+  const AdamWRule& r = strategy_.rule;
   const size_t n = end_ - begin_;
-  if (strategy_.master == MasterKind::kF32) {
+  if (r.master == MasterKind::kF32) {
     master_ = backend_.allocate(n * 4, MemCategory::kMaster);
-  } else if (strategy_.master == MasterKind::kRem16) {
+  } else if (r.master == MasterKind::kRem16) {
     master_ = backend_.allocate(n * 2, MemCategory::kMaster);
   }
-  m_ = backend_.allocate(n * dtype_size(strategy_.m), MemCategory::kOptState);
-  v_ = backend_.allocate(n * dtype_size(strategy_.v), MemCategory::kOptState);
-  if (strategy_.kahan) kahan_ = backend_.allocate(n * 2, MemCategory::kOptState);
+  m_ = backend_.allocate(n * dtype_size(r.m), MemCategory::kOptState);
+  v_ = backend_.allocate(n * dtype_size(r.v), MemCategory::kOptState);
+  if (r.kahan) kahan_ = backend_.allocate(n * 2, MemCategory::kOptState);
+  plan_ = backend_.prepare_adamw(model.layout().segments(), begin_, end_);
   reset_master_from_weights();
 }
 
 Optimizer::~Optimizer() {
+  plan_.reset();
   backend_.release(kahan_);
   backend_.release(v_);
   backend_.release(m_);
@@ -60,31 +62,20 @@ Optimizer::~Optimizer() {
 
 void Optimizer::reset_master_from_weights() {
   const size_t n = end_ - begin_;
-  if (strategy_.master == MasterKind::kF32) {
+  if (strategy_.rule.master == MasterKind::kF32) {
     // The bf16 weights widened exactly: every strategy starts from the same point.
     const std::vector<float> w = model_.weights_as_f32();
     backend_.copy_to_device(master_, w.data() + begin_, n * sizeof(float));
-  } else if (strategy_.master == MasterKind::kRem16) {
+  } else if (strategy_.rule.master == MasterKind::kRem16) {
     backend_.fill_zero(master_, n * 2);  // weight == RN(master) exactly, remainder 0
   }
   if (kahan_) backend_.fill_zero(kahan_, n * 2);
 }
 
-double Optimizer::grad_norm() {
-  return std::sqrt(
-      backend_.sum_squares(model_.dtype(), model_.grads(), model_.layout().total_size()));
-}
-
-OptimizerStepResult Optimizer::step(uint64_t step, float lr, const AdamWSettings& s,
-                                    double grad_norm) {
+void Optimizer::step(uint64_t step, float lr, const AdamWSettings& s, const GradClip* clip,
+                     AdamWTelemetry* telemetry) {
   if (step == 0) throw std::invalid_argument("optimizer step is 1-based");
-  OptimizerStepResult result;
-  result.grad_norm = grad_norm;
-  if (s.grad_clip > 0.0f && grad_norm > double(s.grad_clip)) {
-    result.clip_scale = float(double(s.grad_clip) / grad_norm);
-  }
-  const AdamWHyper h = make_adamw_hyper(step, lr, s, result.clip_scale, seed_);
-
+  const AdamWHyper h = make_adamw_hyper(step, lr, s, /*grad_scale=*/1.0f, seed_);
   const size_t es = dtype_size(model_.dtype());
   AdamWBuffers buf{};
   buf.weights = static_cast<char*>(model_.weights()) + begin_ * es;
@@ -93,20 +84,18 @@ OptimizerStepResult Optimizer::step(uint64_t step, float lr, const AdamWSettings
   buf.m = m_;
   buf.v = v_;
   buf.kahan = kahan_;
-  backend_.adamw_step(rule_, buf, segments_.data(), segments_.size(), begin_, end_, h,
-                      &result.telemetry);
-  return result;
+  backend_.adamw_step(*plan_, strategy_.rule, buf, h, clip, telemetry);
 }
 
 std::vector<Optimizer::StateBuffer> Optimizer::state_buffers() const {
   const size_t n = end_ - begin_;
   std::vector<StateBuffer> out;
-  if (strategy_.master == MasterKind::kF32) out.push_back({"master", "F32", master_, n * 4});
-  if (strategy_.master == MasterKind::kRem16)
-    out.push_back({"master_rem16", "I16", master_, n * 2});
+  const AdamWRule& r = strategy_.rule;
+  if (r.master == MasterKind::kF32) out.push_back({"master", "F32", master_, n * 4});
+  if (r.master == MasterKind::kRem16) out.push_back({"master_rem16", "I16", master_, n * 2});
   auto st = [](DType d) { return d == DType::kF32 ? "F32" : "BF16"; };
-  out.push_back({"adam_m", st(strategy_.m), m_, n * dtype_size(strategy_.m)});
-  out.push_back({"adam_v", st(strategy_.v), v_, n * dtype_size(strategy_.v)});
+  out.push_back({"adam_m", st(r.m), m_, n * dtype_size(r.m)});
+  out.push_back({"adam_v", st(r.v), v_, n * dtype_size(r.v)});
   if (kahan_) out.push_back({"kahan_c", "BF16", kahan_, n * 2});
   return out;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,17 +29,11 @@ struct AdamWSettings {
 AdamWHyper make_adamw_hyper(uint64_t step, float lr, const AdamWSettings& settings,
                             float grad_scale, uint64_t seed);
 
-struct OptimizerStepResult {
-  double grad_norm = 0.0;   // before clipping
-  float clip_scale = 1.0f;  // factor applied to the gradients
-  AdamWTelemetry telemetry{};
-};
-
 class Optimizer {
  public:
   // Manages flat elements [begin, end) of model's buffers (the whole buffer
   // unless a ZeRO shard is given). State starts at zero; master weights start
-  // equal to the model's weights.
+  // equal to the model's weights. Prepares the backend's AdamW plan once.
   Optimizer(GPT& model, const PrecisionStrategy& strategy, uint64_t seed, size_t begin = 0,
             size_t end = size_t(-1));
   ~Optimizer();
@@ -53,13 +48,13 @@ class Optimizer {
   // Re-derive master weights from the model's current weights (after init).
   void reset_master_from_weights();
 
-  // Global gradient norm of the model's gradients over the whole buffer, as the
-  // caller sees it (single process; data-parallel runs combine per-shard sums of
-  // squares instead, see DataParallel::grad_sumsq).
-  double grad_norm();
-  // One AdamW step; step is 1-based (bias correction uses it; SR bits too).
-  OptimizerStepResult step(uint64_t step, float lr, const AdamWSettings& settings,
-                           double grad_norm);
+  // Enqueues one AdamW step; step is 1-based (bias correction uses it; SR bits
+  // too). clip (device, nullable): this step's GradClip (scale and whether to
+  // step at all; the settings' grad_clip went into it); without one, the
+  // gradients are used as they are. telemetry (device, nullable): filled with
+  // this step's sums over the optimizer's range.
+  void step(uint64_t step, float lr, const AdamWSettings& settings, const GradClip* clip,
+            AdamWTelemetry* telemetry);
 
   // The extra state, for checkpoints: safetensors names and dtypes, device pointers.
   struct StateBuffer {
@@ -74,10 +69,9 @@ class Optimizer {
   GPT& model_;
   Backend& backend_;
   PrecisionStrategy strategy_;
-  AdamWRule rule_;
   uint64_t seed_;
   size_t begin_, end_;
-  std::vector<ParamSegment> segments_;
+  std::unique_ptr<AdamWPlan> plan_;
   void* master_ = nullptr;
   void* m_ = nullptr;
   void* v_ = nullptr;

@@ -17,8 +17,7 @@ void check_ranks_agree_on_config(Communicator& comm, const TrainConfig& c) {
   };
   comm.check_same_on_all_ranks("model",
                                part({"layers", "channels", "heads", "vocab", "max_seq_len"}));
-  const PrecisionStrategy strategy = strategy_from_string(c.strategy);
-  comm.check_same_on_all_ranks("strategy", strategy.name + " (" + strategy.describe() + ")");
+  comm.check_same_on_all_ranks("strategy", c.strategy.name + " (" + c.strategy.describe() + ")");
   comm.check_same_on_all_ranks("batch config", part({"batch", "seq_len", "grad_accum", "steps"}));
   comm.check_same_on_all_ranks("optimizer config",
                                part({"lr", "min_lr", "warmup", "schedule", "beta1", "beta2", "eps",

@@ -9,11 +9,8 @@
 namespace srkit {
 namespace {
 
-// Philox purpose of the probe's sampling (no kernel draws from it).
-constexpr uint32_t kShadowPurpose = 0xfffe;
-
-float load(const void* p, bool is_bf16) {
-  if (is_bf16) {
+float load(const void* p, size_t elem_bytes) {
+  if (elem_bytes == sizeof(bf16)) {
     bf16 h;
     std::memcpy(&h, p, sizeof h);
     return bf16_to_float(h);
@@ -32,8 +29,9 @@ double storage_ulp(float x, bool is_bf16) {
 
 }  // namespace
 
-ShadowProbe::ShadowProbe(const ParamLayout& layout, int k, uint64_t seed, size_t begin,
-                         size_t end) {
+ShadowProbe::ShadowProbe(Backend& backend, const ParamLayout& layout, int k, uint64_t seed,
+                         size_t begin, size_t end)
+    : backend_(backend) {
   if (k < 1) throw std::invalid_argument("--shadow-fp32: the sample count must be at least 1");
   // Tensors (or their parts) inside [begin, end).
   struct Part {
@@ -50,40 +48,47 @@ ShadowProbe::ShadowProbe(const ParamLayout& layout, int k, uint64_t seed, size_t
   }
   for (int j = 0; j < k; ++j) {
     const Part& p = parts[size_t(j) % parts.size()];
-    const Philox4 r = sr_block(seed, kShadowPurpose, 0, uint64_t(j));
+    const Philox4 r = sr_block(seed, RngPurpose::kShadowSample, 0, uint64_t(j));
     const uint64_t draw = (uint64_t(r.v[1]) << 32) | r.v[0];
     index_.push_back(p.first + size_t(draw % p.count));
     decay_.push_back(p.decay);
   }
+  // The samples' global indices (weights, gradients), then their offsets in the
+  // optimizer's range (its shard-local state).
+  std::vector<uint64_t> both(2 * index_.size());
+  for (size_t j = 0; j < index_.size(); ++j) {
+    both[j] = index_[j];
+    both[index_.size() + j] = index_[j] - begin;
+  }
+  device_index_ = static_cast<uint64_t*>(
+      backend_.allocate(both.size() * sizeof(uint64_t), MemCategory::kScratch));
+  device_values_ = backend_.allocate(index_.size() * sizeof(float), MemCategory::kScratch);
+  backend_.copy_to_device(device_index_, both.data(), both.size() * sizeof(uint64_t));
 }
 
-std::vector<float> ShadowProbe::read(GPT& model, void* base) const {
-  const bool is_bf16 = model.dtype() == DType::kBF16;
-  const size_t es = dtype_size(model.dtype());
-  std::vector<float> out(index_.size());
-  unsigned char buf[4];
-  for (size_t j = 0; j < index_.size(); ++j) {
-    model.backend().copy_to_host(buf, static_cast<char*>(base) + index_[j] * es, es);
-    out[j] = load(buf, is_bf16);
-  }
+ShadowProbe::~ShadowProbe() {
+  backend_.release(device_values_);
+  backend_.release(device_index_);
+}
+
+std::vector<float> ShadowProbe::read(const void* base, size_t elem_bytes, bool shard_local) const {
+  const size_t k = index_.size();
+  backend_.gather(device_values_, base, elem_bytes, device_index_ + (shard_local ? k : 0), k);
+  std::vector<char> raw(k * elem_bytes);
+  backend_.copy_to_host(raw.data(), device_values_, raw.size());
+  std::vector<float> out(k);
+  for (size_t j = 0; j < k; ++j) out[j] = load(raw.data() + j * elem_bytes, elem_bytes);
   return out;
 }
 
 void ShadowProbe::init(GPT& model, const Optimizer& optimizer) {
-  w_ = read(model, model.weights());
+  const size_t es = dtype_size(model.dtype());
+  w_ = read(model.weights(), es, false);
   m_.assign(index_.size(), 0.0f);
   v_.assign(index_.size(), 0.0f);
   for (const Optimizer::StateBuffer& b : optimizer.state_buffers()) {
     std::vector<float>* dst = b.name == "adam_m" ? &m_ : b.name == "adam_v" ? &v_ : nullptr;
-    if (!dst || !b.data) continue;
-    const bool is_bf16 = b.dtype == "BF16";
-    const size_t es = is_bf16 ? 2 : 4;
-    unsigned char buf[4];
-    for (size_t j = 0; j < index_.size(); ++j) {
-      optimizer.backend().copy_to_host(
-          buf, static_cast<const char*>(b.data) + (index_[j] - optimizer.begin()) * es, es);
-      (*dst)[j] = load(buf, is_bf16);
-    }
+    if (dst && b.data) *dst = read(b.data, b.dtype == "BF16" ? 2 : 4, true);
   }
 }
 
@@ -91,7 +96,7 @@ void ShadowProbe::update(GPT& model, uint64_t step, float lr, const AdamWSetting
                          float clip_scale) {
   // The probe rounds nothing, so the SR seed is irrelevant here.
   const AdamWHyper h = make_adamw_hyper(step, lr, s, clip_scale, /*seed=*/0);
-  const std::vector<float> g = read(model, model.grads());
+  const std::vector<float> g = read(model.grads(), dtype_size(model.dtype()), false);
   for (size_t j = 0; j < index_.size(); ++j) {
     const AdamWMath a = adamw_math(g[j], m_[j], v_[j], w_[j], decay_[j], h);
     m_[j] = a.m;
@@ -102,7 +107,7 @@ void ShadowProbe::update(GPT& model, uint64_t step, float lr, const AdamWSetting
 
 ShadowDrift ShadowProbe::drift(GPT& model) const {
   const bool is_bf16 = model.dtype() == DType::kBF16;
-  const std::vector<float> w = read(model, model.weights());
+  const std::vector<float> w = read(model.weights(), dtype_size(model.dtype()), false);
   ShadowDrift d;
   double diff_sq = 0, shadow_sq = 0;
   for (size_t j = 0; j < index_.size(); ++j) {

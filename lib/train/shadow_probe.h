@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernels/common/adamw.h"
+#include "lib/backend/backend.h"
 #include "lib/model/gpt.h"
 #include "lib/train/optimizer.h"
 
@@ -32,8 +33,14 @@ struct ShadowDrift {
 class ShadowProbe {
  public:
   // Throws std::invalid_argument (naming --shadow-fp32) when k < 1 or the
-  // range holds no tensor element.
-  ShadowProbe(const ParamLayout& layout, int k, uint64_t seed, size_t begin, size_t end);
+  // range holds no tensor element. Allocates its device index and gather
+  // buffers once (scratch); the probe reads the K sampled values with one gather
+  // and one host read.
+  ShadowProbe(Backend& backend, const ParamLayout& layout, int k, uint64_t seed, size_t begin,
+              size_t end);
+  ~ShadowProbe();
+  ShadowProbe(const ShadowProbe&) = delete;
+  ShadowProbe& operator=(const ShadowProbe&) = delete;
 
   const std::vector<size_t>& indices() const { return index_; }
 
@@ -51,8 +58,14 @@ class ShadowProbe {
   nlohmann::json log_line(GPT& model, uint64_t step) const;
 
  private:
-  std::vector<float> read(GPT& model, void* base) const;
+  // The sampled elements of a device buffer of elem_bytes-wide values (2: bf16,
+  // 4: fp32), widened to fp32. shard_local: the buffer covers the optimizer's
+  // range only (its element 0 is global index begin).
+  std::vector<float> read(const void* base, size_t elem_bytes, bool shard_local) const;
 
+  Backend& backend_;
+  uint64_t* device_index_ = nullptr;  // K global indices, then K offsets from begin
+  void* device_values_ = nullptr;     // K gathered elements
   std::vector<size_t> index_;
   std::vector<bool> decay_;
   std::vector<float> w_, m_, v_;

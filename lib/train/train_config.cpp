@@ -39,7 +39,6 @@ void TrainConfig::validate() const {
     if (!ok) throw std::invalid_argument(message);
   };
   const GPTConfig mc = model_config();
-  (void)strategy_from_string(strategy);
   (void)decay_from_string(schedule);
   require(batch >= 1, "--batch must be >= 1 (got " + std::to_string(batch) + ")");
   require(seq_len >= 1, "--seq-len must be >= 1 (got " + std::to_string(seq_len) + ")");
@@ -57,6 +56,7 @@ void TrainConfig::validate() const {
   require(std::isfinite(adamw.grad_clip), "--clip must be finite (<= 0 disables clipping)");
   require(val_fraction >= 0.0 && val_fraction < 1.0, "--val-fraction must be in [0, 1)");
   require(eval_interval >= 0, "--eval-interval must be >= 0");
+  require(log_interval >= 1, "--log-interval must be >= 1");
   require(eval_batches >= 1, "--eval-batches must be >= 1");
   require(ckpt_interval >= 0, "--ckpt-interval must be >= 0");
   require(threads >= 0, "--threads must be >= 0");
@@ -85,7 +85,7 @@ nlohmann::json TrainConfig::to_json(int world) const {
       {"heads", mc.num_heads},
       {"vocab", mc.vocab_size},
       {"max_seq_len", mc.max_seq_len},
-      {"strategy", strategy},
+      {"strategy", strategy.name},
       {"device", device},
       {"data", data.empty() ? "synthetic" : data},
       {"val_data", val_data},

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "lib/model/gpt_config.h"
+#include "lib/precision.h"
 #include "lib/train/optimizer.h"
 #include "lib/train/schedule.h"
 
@@ -16,7 +17,7 @@ struct TrainConfig {
   // model: a preset plus overrides (0 = keep the preset's value)
   std::string model = "d4";
   int layers = 0, channels = 0, heads = 0, vocab = 0, max_seq_len = 0;
-  std::string strategy = "bf16-sr";
+  PrecisionStrategy strategy = strategy_from_string("bf16-sr");  // parsed once, by the CLI
   std::string device = "cpu";
   int threads = 0;  // 0 = OpenMP default
 
@@ -43,6 +44,7 @@ struct TrainConfig {
 
   // evaluation and output
   int eval_interval = 50;  // steps; 0 = only at the end
+  int log_interval = 1;    // steps between JSONL step records (and optimizer telemetry)
   int eval_batches = 8;
   bool final_eval = true;        // evaluate once more when the run ends
   std::string out_dir = "runs";  // default home of logs, checkpoints, tables

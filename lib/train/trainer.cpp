@@ -1,7 +1,5 @@
 #include "lib/train/trainer.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -11,10 +9,10 @@
 #include <cstdio>
 #include <deque>
 #include <filesystem>
-#include <fstream>
 #include <numeric>
 #include <optional>
 
+#include "lib/backend/make_backend.h"
 #include "lib/data/sampler.h"
 #include "lib/data/synthetic.h"
 #include "lib/data/token_data.h"
@@ -25,8 +23,10 @@
 #include "lib/train/data_parallel.h"
 #include "lib/train/generate.h"
 #include "lib/train/optimizer.h"
+#include "lib/train/progress.h"
 #include "lib/train/rank_agreement.h"
 #include "lib/train/replica_check.h"
+#include "lib/train/run_log.h"
 #include "lib/train/shadow_probe.h"
 
 namespace srkit {
@@ -79,6 +79,8 @@ nlohmann::json RunSummary::to_json() const {
           {"replica_checks", replica_checks},
           {"replica_max_ulps", replica_max_ulps},
           {"weights_checksum", checksum},
+          {"allocations_after_first_step", allocations_after_first_step},
+          {"host_reads_after_first_step", host_reads_after_first_step},
           {"checkpoint", checkpoint},
           {"log_file", log_file},
           {"interrupted", interrupted},
@@ -87,38 +89,7 @@ nlohmann::json RunSummary::to_json() const {
 
 // ---- the run ---------------------------------------------------------------------
 
-// Members are destroyed in reverse order: the optimizer and model release into
-// the backend, which goes after them; an owned communicator goes last.
-struct Trainer::State {
-  std::unique_ptr<Communicator> owned_comm;
-  std::unique_ptr<Backend> backend;
-  std::unique_ptr<GPT> model;
-  std::unique_ptr<DataParallel> dp;
-  std::unique_ptr<Optimizer> optimizer;
-  PrecisionStrategy strategy;
-  DataSplits data;
-  std::unique_ptr<BatchSampler> sampler;
-  std::unique_ptr<EvalWindows> eval;
-  std::ofstream log;                    // rank 0 only
-  std::unique_ptr<ShadowProbe> shadow;  // rank 0 only, --shadow-fp32
-  PhaseTimers timers;
-};
-
-Trainer::Trainer(TrainConfig config) : config_(std::move(config)) {}
-Trainer::Trainer(TrainConfig config, Communicator& comm)
-    : config_(std::move(config)), comm_(&comm) {}
-Trainer::~Trainer() = default;
-
 namespace {
-
-bool stderr_is_tty() { return isatty(STDERR_FILENO) == 1; }
-
-std::string format_eta(double seconds) {
-  char buf[32];
-  const long s = long(seconds + 0.5);
-  std::snprintf(buf, sizeof buf, "%ld:%02ld", s / 60, s % 60);
-  return buf;
-}
 
 DataSplits load_data(const TrainConfig& c) {
   if (c.data.empty()) {
@@ -148,361 +119,412 @@ std::string tensor_at(const ParamLayout& layout, size_t i) {
   return "alignment padding";
 }
 
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 }  // namespace
 
-RunSummary Trainer::run() {
-  const TrainConfig& c = config_;
-  c.validate();
-  state_ = std::make_unique<State>();
-  State& s = *state_;
-  if (!comm_) s.owned_comm = make_communicator(c.comm, c.comm_timeout);
-  Communicator& comm = comm_ ? *comm_ : *s.owned_comm;
-  const int W = comm.world_size(), rank = comm.rank();
-  const bool lead = rank == 0;  // the one rank that writes logs, checkpoints and progress
-  const double comm_at_start = comm.comm_seconds();
-  check_ranks_agree_on_config(comm, c);
+// Everything one run holds, and its pieces: set-up, a training step, logging,
+// evaluation, checkpoints, replica checks and the summary. Members are
+// destroyed in reverse order: the optimizer, probe and model release into the
+// backend, which goes after them; an owned communicator goes last.
+class Trainer::State {
+ public:
+  State(const TrainConfig& config, Communicator* given_comm);
+  RunSummary run();
 
-  s.strategy = strategy_from_string(c.strategy);
-  const GPTConfig mc = c.model_config();
-  s.data = load_data(c);
-  check_ranks_agree_on_data(comm, s.data);
-  const int data_vocab = std::max(s.data.train.vocab_size, s.data.val.vocab_size);
+ private:
+  void set_up();
+  void resume();
+  // One optimizer step: the micro-batches, the gradient reduction, the clip
+  // and AdamW on the device, then the step's one host read.
+  DataParallel::StepTotals train_step(uint64_t step, bool log_this_step);
+  void log_step(uint64_t step, const DataParallel::StepTotals& t, double seconds,
+                double comm_seconds);
+  void evaluate(uint64_t step);  // a collective
+  void save(uint64_t step);      // a collective under ZeRO-1
+  void check_replicas(uint64_t step);
+  void finish();
+
+  const TrainConfig& c_;
+  std::unique_ptr<Communicator> owned_comm_;
+  Communicator* comm_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<GPT> model_;
+  std::unique_ptr<DataParallel> dp_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<ShadowProbe> shadow_;  // rank 0 only, --shadow-fp32
+  DataSplits data_;
+  std::unique_ptr<BatchSampler> sampler_;
+  std::unique_ptr<EvalWindows> eval_;
+  std::unique_ptr<RunLog> log_;
+  std::unique_ptr<Progress> progress_;
+  PhaseTimers timers_;
+
+  int world_ = 1, rank_ = 0;
+  bool lead_ = true;  // the one rank that writes logs, checkpoints and progress
+  uint64_t start_step_ = 0, total_ = 0, tokens_per_step_ = 0;
+  LrSchedule schedule_{};
+  std::string ckpt_dir_;
+  std::optional<uint64_t> saved_step_;  // the last step this run wrote a checkpoint of
+  RunSummary summary_;
+  std::deque<double> recent_losses_;
+  double train_seconds_ = 0.0;
+  double comm_at_start_ = 0.0;
+  std::vector<int32_t> inputs_, targets_;
+};
+
+Trainer::Trainer(TrainConfig config) : config_(std::move(config)) {}
+Trainer::Trainer(TrainConfig config, Communicator& comm)
+    : config_(std::move(config)), comm_(&comm) {}
+Trainer::~Trainer() = default;
+
+RunSummary Trainer::run() {
+  config_.validate();
+  state_ = std::make_unique<State>(config_, comm_);
+  return state_->run();
+}
+
+Trainer::State::State(const TrainConfig& config, Communicator* given_comm) : c_(config) {
+  if (!given_comm) owned_comm_ = make_communicator(c_.comm, c_.comm_timeout);
+  comm_ = given_comm ? given_comm : owned_comm_.get();
+  world_ = comm_->world_size();
+  rank_ = comm_->rank();
+  lead_ = rank_ == 0;
+}
+
+void Trainer::State::set_up() {
+  Communicator& comm = *comm_;
+  check_ranks_agree_on_config(comm, c_);
+  const GPTConfig mc = c_.model_config();
+  data_ = load_data(c_);
+  check_ranks_agree_on_data(comm, data_);
+  const int data_vocab = std::max(data_.train.vocab_size, data_.val.vocab_size);
   if (data_vocab > mc.vocab_size) {
-    throw std::invalid_argument("data " + s.data.train.source + " has tokens up to " +
+    throw std::invalid_argument("data " + data_.train.source + " has tokens up to " +
                                 std::to_string(data_vocab - 1) + " but the model's vocabulary is " +
                                 std::to_string(mc.vocab_size) + " (set --vocab)");
   }
-  s.sampler = std::make_unique<BatchSampler>(s.data.train, c.seq_len, c.seed);
-  if (s.data.val.tokens.size() > size_t(c.seq_len)) {
-    s.eval = std::make_unique<EvalWindows>(s.data.val, c.seq_len);
+  sampler_ = std::make_unique<BatchSampler>(data_.train, c_.seq_len, c_.seed);
+  if (data_.val.tokens.size() > size_t(c_.seq_len)) {
+    eval_ = std::make_unique<EvalWindows>(data_.val, c_.seq_len);
   }
 
-  s.backend = make_backend(c.device, c.threads);
-  if (c.mem_limit_bytes > 0) s.backend->set_memory_limit(c.mem_limit_bytes);
-  s.model = std::make_unique<GPT>(*s.backend, mc, s.strategy.weights);
-  s.model->set_timers(&s.timers);
-  s.model->init_weights(c.seed);
-  s.dp = std::make_unique<DataParallel>(comm, *s.model, c.zero, &s.timers);
-  s.optimizer = std::make_unique<Optimizer>(*s.model, s.strategy, sr_seed_of_rank(c, rank),
-                                            s.dp->optimizer_begin(), s.dp->optimizer_end());
-
-  uint64_t start_step = 0;
-  if (!c.resume.empty()) {
-    const std::string path = resolve_checkpoint(c.resume);
-    const CheckpointInfo info = load_checkpoint(path, *s.model, *s.optimizer);
-    if (info.seed != c.seed) {
-      throw std::invalid_argument("--resume: checkpoint " + path + " was written with seed " +
-                                  std::to_string(info.seed) + ", this run has --seed " +
-                                  std::to_string(c.seed));
-    }
-    start_step = info.step;
-    if (!c.quiet && lead)
-      std::fprintf(stderr, "resumed from %s at step %llu\n", path.c_str(),
-                   static_cast<unsigned long long>(start_step));
-  }
-  check_ranks_agree_on_start(comm, start_step);
-  if (lead && c.shadow_fp32 > 0) {  // after a resume, so the shadows start from its weights
-    s.shadow = std::make_unique<ShadowProbe>(s.model->layout(), c.shadow_fp32, c.seed,
-                                             s.optimizer->begin(), s.optimizer->end());
-    s.shadow->init(*s.model, *s.optimizer);
+  backend_ = make_backend(c_.device, c_.threads);
+  if (c_.mem_limit_bytes > 0) backend_->set_memory_limit(c_.mem_limit_bytes);
+  model_ = std::make_unique<GPT>(*backend_, mc, c_.strategy.weights());
+  model_->set_timers(&timers_);
+  model_->init_weights(c_.seed);
+  dp_ = std::make_unique<DataParallel>(comm, *model_, c_.zero, c_.grad_accum, &timers_);
+  optimizer_ = std::make_unique<Optimizer>(*model_, c_.strategy, sr_seed_of_rank(c_, rank_),
+                                           dp_->optimizer_begin(), dp_->optimizer_end());
+  resume();
+  check_ranks_agree_on_start(comm, start_step_);
+  if (lead_ && c_.shadow_fp32 > 0) {  // after a resume, so the shadows start from its weights
+    shadow_ = std::make_unique<ShadowProbe>(*backend_, model_->layout(), c_.shadow_fp32, c_.seed,
+                                            optimizer_->begin(), optimizer_->end());
+    shadow_->init(*model_, *optimizer_);
   }
 
-  const uint64_t total = c.total_steps(W);
-  const uint64_t tokens_per_step = c.tokens_per_step(W);
-  RunSummary summary;
-  summary.strategy = s.strategy.name;
-  summary.model = mc.describe();
-  summary.num_params = s.model->layout().num_params();
-  summary.bytes_per_param = s.strategy.bytes_per_param();
-  summary.steps_total = total;
-  summary.steps_done = start_step;
-  summary.rank = rank;
-  summary.world_size = W;
-  summary.comm = comm.name();
-  summary.zero = c.zero;
-  summary.sr_seed = c.sr_seed;
-
-  summary.log_file =
-      c.log_file.empty()
-          ? (std::filesystem::path(c.out_dir) / (s.strategy.name + ".jsonl")).string()
-          : c.log_file;
-  auto log = [&](const nlohmann::json& j) {
-    if (lead) s.log << j.dump() << "\n";
-  };
-  if (lead) {
-    std::filesystem::create_directories(c.out_dir);
-    s.log.open(summary.log_file, start_step > 0 ? std::ios::app : std::ios::trunc);
-    if (!s.log) throw std::runtime_error("--log: cannot write " + summary.log_file);
+  total_ = c_.total_steps(world_);
+  schedule_ = c_.lr_schedule(world_);
+  tokens_per_step_ = c_.tokens_per_step(world_);
+  const std::string& name = c_.strategy.name;
+  summary_.strategy = name;
+  summary_.model = mc.describe();
+  summary_.num_params = model_->layout().num_params();
+  summary_.bytes_per_param = c_.strategy.bytes_per_param();
+  summary_.steps_total = total_;
+  summary_.steps_done = start_step_;
+  summary_.rank = rank_;
+  summary_.world_size = world_;
+  summary_.comm = comm.name();
+  summary_.zero = c_.zero;
+  summary_.sr_seed = c_.sr_seed;
+  summary_.log_file = c_.log_file.empty()
+                          ? (std::filesystem::path(c_.out_dir) / (name + ".jsonl")).string()
+                          : c_.log_file;
+  if (lead_) std::filesystem::create_directories(c_.out_dir);
+  log_ = std::make_unique<RunLog>(summary_.log_file, lead_, start_step_ > 0);
+  progress_ = std::make_unique<Progress>(lead_ && !c_.quiet, name, total_);
+  ckpt_dir_ = c_.ckpt_dir.empty() ? (std::filesystem::path(c_.out_dir) / ("ckpt-" + name)).string()
+                                  : c_.ckpt_dir;
+  if (start_step_ == 0) {
+    log_->write({{"type", "config"},
+                 {"strategy", name},
+                 {"strategy_detail", c_.strategy.describe()},
+                 {"model", mc.describe()},
+                 {"backend", backend_->description()},
+                 {"comm", comm.name()},
+                 {"world_size", world_},
+                 {"config", c_.to_json(world_)}});
+    log_->flush();
   }
-  const std::string ckpt_dir =
-      c.ckpt_dir.empty() ? (std::filesystem::path(c.out_dir) / ("ckpt-" + s.strategy.name)).string()
-                         : c.ckpt_dir;
-  if (start_step == 0) {
-    log({{"type", "config"},
-         {"strategy", s.strategy.name},
-         {"strategy_detail", s.strategy.describe()},
-         {"model", mc.describe()},
-         {"backend", s.backend->description()},
-         {"comm", comm.name()},
-         {"world_size", W},
-         {"config", c.to_json(W)}});
-    s.log << std::flush;
+  inputs_.resize(size_t(c_.batch) * c_.seq_len);
+  targets_.resize(inputs_.size());
+}
+
+void Trainer::State::resume() {
+  if (c_.resume.empty()) return;
+  const std::string path = resolve_checkpoint(c_.resume);
+  const CheckpointInfo info = load_checkpoint(path, *model_, *optimizer_);
+  if (info.seed != c_.seed) {
+    throw std::invalid_argument("--resume: checkpoint " + path + " was written with seed " +
+                                std::to_string(info.seed) + ", this run has --seed " +
+                                std::to_string(c_.seed));
   }
+  start_step_ = info.step;
+  if (!c_.quiet && lead_) {
+    std::fprintf(stderr, "resumed from %s at step %llu\n", path.c_str(),
+                 static_cast<unsigned long long>(start_step_));
+  }
+}
 
-  // Under ZeRO-1 a collective (the optimizer state is gathered to rank 0).
-  std::optional<uint64_t> saved_step;  // the last step this run wrote a checkpoint of
-  auto save = [&](uint64_t step) {
-    ScopedPhase phase(&s.timers, "checkpoint");
-    const std::vector<HostStateBuffer> state = s.dp->gather_optimizer_state(*s.optimizer);
-    const std::string path = checkpoint_path(ckpt_dir, step);
-    if (lead) {
-      CheckpointInfo info;
-      info.step = step;
-      info.data_cursor = step;
-      info.seed = c.seed;
-      info.strategy = s.strategy.name;
-      info.config = c.to_json(W);
-      info.world_size = W;
-      save_checkpoint(path, *s.model, state, info);
-    }
-    summary.checkpoint = path;
-    saved_step = step;
-  };
-
-  // A collective: batch i of the evaluation windows goes to rank i % W, and the
-  // per-batch sums are added in batch order, as one rank would.
-  auto evaluate = [&](uint64_t step) {
-    if (!s.eval) return;
-    ScopedPhase phase(&s.timers, "eval");
-    const size_t B = size_t(c.batch);
-    const size_t windows = std::min<size_t>(s.eval->count(), size_t(c.eval_batches) * B);
-    const size_t batches = (windows + B - 1) / B, per_rank = (batches + W - 1) / size_t(W);
-    std::vector<int32_t> in(B * c.seq_len), tg(in.size());
-    std::vector<double> mine(per_rank, 0.0);
-    for (size_t i = size_t(rank); i < batches; i += size_t(W)) {
-      const int rows = int(std::min(B, windows - i * B));
-      s.eval->fill(i * B, rows, in.data(), tg.data());
-      mine[i / W] = double(s.model->forward(in.data(), tg.data(), rows, c.seq_len)) * rows;
-    }
-    const auto all = s.dp->all_gather(mine);
-    double sum = 0.0;
-    for (size_t i = 0; i < batches; ++i) sum += all[i % W][i / W];
-    summary.val_loss = sum / double(windows);
-    summary.val_ppl = std::exp(summary.val_loss);
-    log({{"type", "eval"},
-         {"step", step},
-         {"val_loss", summary.val_loss},
-         {"val_ppl", summary.val_ppl}});
-    s.log << std::flush;
-  };
-
-  const bool progress = lead && !c.quiet;
-  const bool tty = progress && stderr_is_tty();
-
-  // A collective; throws on every rank if shared randomness failed.
-  auto check_replicas = [&](uint64_t step) {
-    const DataParallel::ReplicaReport report = s.dp->check_replicas();
-    ++summary.replica_checks;
-    nlohmann::json j = {{"type", "replica_check"}, {"step", step}, {"identical", report.identical}};
-    if (report.identical) {
-      log(j);
-      return;
-    }
-    const UlpDivergence& worst = report.vs_rank0[report.worst_rank];
-    summary.replica_max_ulps = std::max(summary.replica_max_ulps, worst.max_ulps);
-    nlohmann::json per_rank = nlohmann::json::array();
-    for (const UlpDivergence& d : report.vs_rank0) {
-      per_rank.push_back({{"differing", d.differing}, {"max_ulps", d.max_ulps}});
-    }
-    const std::string tensor = tensor_at(s.model->layout(), worst.max_index);
-    j.update({{"rank", report.worst_rank},
-              {"differing", worst.differing},
-              {"max_ulps", worst.max_ulps},
-              {"tensor", tensor},
-              {"per_rank", per_rank}});
-    log(j);
-    s.log << std::flush;
-    const std::string what = "replicas differ after step " + std::to_string(step) + ": rank " +
-                             std::to_string(report.worst_rank) + " differs from rank 0 in " +
-                             std::to_string(worst.differing) + " of " +
-                             std::to_string(s.model->layout().total_size()) + " weights, max " +
-                             std::to_string(worst.max_ulps) + " ulps (in " + tensor + ")";
-    if (!c.per_rank_sr_seed()) {
-      throw std::runtime_error(what + "; with --sr-seed shared they must stay bit-identical");
-    }
-    if (progress) {
-      if (tty) std::fputc('\n', stderr);
-      std::fprintf(stderr, "[%s] %s (--sr-seed per-rank)\n", s.strategy.name.c_str(), what.c_str());
-    }
-  };
-
-  const LrSchedule schedule = c.lr_schedule(W);
-  const uint64_t print_every = std::max<uint64_t>(1, total / 10);
-  const int A = c.grad_accum, B = c.batch;
+DataParallel::StepTotals Trainer::State::train_step(uint64_t step, bool log_this_step) {
+  const int A = c_.grad_accum, B = c_.batch;
   // The mean over the global batch of W * A micro-batches, folded once into the
   // backward's loss scale; the ranks' gradients are then summed.
-  const float loss_scale = 1.0f / float(W * A);
-  std::vector<int32_t> inputs(size_t(B) * c.seq_len), targets(inputs.size());
-  std::deque<double> recent_losses;
-  double train_seconds = 0.0;
-  uint64_t tokens_seen = start_step * tokens_per_step;
-  const double n_elems = double(s.model->layout().total_size());
+  const float loss_scale = 1.0f / float(world_ * A);
+  for (int k = 0; k < A; ++k) {
+    // Global micro-batch k * W + rank of global batch `step - 1`: the ranks
+    // read disjoint slices, and world 1 with accumulation 2 reads the same
+    // samples per step as world 2 with accumulation 1.
+    const uint64_t first = (uint64_t(k) * uint64_t(world_) + uint64_t(rank_)) * uint64_t(B);
+    sampler_->fill(step - 1, first, B, inputs_.data(), targets_.data());
+    model_->forward_backward(inputs_.data(), targets_.data(), B, c_.seq_len, loss_scale,
+                             k == 0 ? GradWrite::kOverwrite : GradWrite::kAccumulate,
+                             dp_->loss_slot(k));
+  }
+  dp_->reduce_gradients();
+  {
+    ScopedPhase phase(&timers_, "optimizer");
+    const GradClip* clip = dp_->exchange(stop_signal(), c_.adamw.grad_clip);
+    optimizer_->step(step, float(lr_at(schedule_, step)), c_.adamw, clip,
+                     log_this_step ? dp_->telemetry_slot() : nullptr);
+  }
+  const DataParallel::StepTotals t = dp_->finish_step(log_this_step);
+  const std::string last =
+      "; stopping (last checkpoint: " +
+      (summary_.checkpoint.empty() ? std::string("none") : summary_.checkpoint) + ")";
+  if (!std::isfinite(t.loss)) {
+    throw TrainingDiverged("loss is " + std::to_string(t.loss) + " at step " +
+                           std::to_string(step) + last);
+  }
+  if (!t.finite) {
+    throw TrainingDiverged("gradient norm is not finite at step " + std::to_string(step) + last);
+  }
+  return t;
+}
 
-  for (uint64_t step = start_step + 1; step <= total; ++step) {
+void Trainer::State::log_step(uint64_t step, const DataParallel::StepTotals& t, double seconds,
+                              double comm_seconds) {
+  const double n_elems = double(model_->layout().total_size());
+  const AdamWTelemetry& tel = t.telemetry;
+  const double update_rms = std::sqrt(tel.update_sq / n_elems);
+  const double weight_rms = std::sqrt(tel.weight_sq / n_elems);
+  log_->write({{"type", "step"},
+               {"step", step},
+               {"loss", t.loss},
+               {"lr", lr_at(schedule_, step)},
+               {"grad_norm", t.grad_norm},
+               {"clip_scale", t.clip_scale},
+               {"update_rms", update_rms},
+               {"weight_rms", weight_rms},
+               {"update_weight_ratio", weight_rms > 0 ? update_rms / weight_rms : 0},
+               {"erased_frac", tel.nonzero ? double(tel.erased) / double(tel.nonzero) : 0},
+               {"m_stalled_frac", tel.n ? double(tel.m_stalled) / double(tel.n) : 0},
+               {"v_stalled_frac", tel.n ? double(tel.v_stalled) / double(tel.n) : 0},
+               {"tokens", step * tokens_per_step_},
+               {"ms", seconds * 1e3},
+               {"comm_ms", comm_seconds * 1e3},
+               {"tok_per_s", double(tokens_per_step_) / seconds}});
+}
+
+void Trainer::State::evaluate(uint64_t step) {
+  if (!eval_) return;
+  ScopedPhase phase(&timers_, "eval");
+  // Batch i of the evaluation windows goes to rank i % W, and the per-batch
+  // sums are added in batch order, as one rank would.
+  const int W = world_;
+  const size_t B = size_t(c_.batch);
+  const size_t windows = std::min<size_t>(eval_->count(), size_t(c_.eval_batches) * B);
+  const size_t batches = (windows + B - 1) / B, per_rank = (batches + W - 1) / size_t(W);
+  std::vector<double> mine(per_rank, 0.0);
+  for (size_t i = size_t(rank_); i < batches; i += size_t(W)) {
+    const int rows = int(std::min(B, windows - i * B));
+    eval_->fill(i * B, rows, inputs_.data(), targets_.data());
+    mine[i / W] = double(model_->forward(inputs_.data(), targets_.data(), rows, c_.seq_len)) * rows;
+  }
+  const auto all = dp_->all_gather(mine);
+  double sum = 0.0;
+  for (size_t i = 0; i < batches; ++i) sum += all[i % W][i / W];
+  summary_.val_loss = sum / double(windows);
+  summary_.val_ppl = std::exp(summary_.val_loss);
+  log_->write({{"type", "eval"},
+               {"step", step},
+               {"val_loss", summary_.val_loss},
+               {"val_ppl", summary_.val_ppl}});
+  log_->flush();
+}
+
+void Trainer::State::save(uint64_t step) {
+  ScopedPhase phase(&timers_, "checkpoint");
+  const std::vector<HostStateBuffer> state = dp_->gather_optimizer_state(*optimizer_);
+  const std::string path = checkpoint_path(ckpt_dir_, step);
+  if (lead_) {
+    CheckpointInfo info;
+    info.step = step;
+    info.data_cursor = step;
+    info.seed = c_.seed;
+    info.strategy = c_.strategy.name;
+    info.config = c_.to_json(world_);
+    info.world_size = world_;
+    save_checkpoint(path, *model_, state, info);
+  }
+  summary_.checkpoint = path;
+  saved_step_ = step;
+}
+
+// A collective; throws on every rank if shared randomness failed.
+void Trainer::State::check_replicas(uint64_t step) {
+  const DataParallel::ReplicaReport report = dp_->check_replicas();
+  ++summary_.replica_checks;
+  nlohmann::json j = {{"type", "replica_check"}, {"step", step}, {"identical", report.identical}};
+  if (report.identical) {
+    log_->write(j);
+    return;
+  }
+  const UlpDivergence& worst = report.vs_rank0[report.worst_rank];
+  summary_.replica_max_ulps = std::max(summary_.replica_max_ulps, worst.max_ulps);
+  nlohmann::json per_rank = nlohmann::json::array();
+  for (const UlpDivergence& d : report.vs_rank0) {
+    per_rank.push_back({{"differing", d.differing}, {"max_ulps", d.max_ulps}});
+  }
+  const std::string tensor = tensor_at(model_->layout(), worst.max_index);
+  j.update({{"rank", report.worst_rank},
+            {"differing", worst.differing},
+            {"max_ulps", worst.max_ulps},
+            {"tensor", tensor},
+            {"per_rank", per_rank}});
+  log_->write(j);
+  log_->flush();
+  const std::string what = "replicas differ after step " + std::to_string(step) + ": rank " +
+                           std::to_string(report.worst_rank) + " differs from rank 0 in " +
+                           std::to_string(worst.differing) + " of " +
+                           std::to_string(model_->layout().total_size()) + " weights, max " +
+                           std::to_string(worst.max_ulps) + " ulps (in " + tensor + ")";
+  if (!c_.per_rank_sr_seed()) {
+    throw std::runtime_error(what + "; with --sr-seed shared they must stay bit-identical");
+  }
+  progress_->note(what + " (--sr-seed per-rank)");
+}
+
+RunSummary Trainer::State::run() {
+  comm_at_start_ = comm_->comm_seconds();
+  set_up();
+  const uint64_t log_every = uint64_t(c_.log_interval);
+  BackendCounters after_first{};  // at the end of this run's first step
+  uint64_t steps_run = 0;
+
+  for (uint64_t step = start_step_ + 1; step <= total_; ++step) {
     const auto t0 = std::chrono::steady_clock::now();
-    const double comm_before = comm.comm_seconds();
-    s.model->zero_grads();
-    std::vector<double> micro_losses(static_cast<size_t>(A));
-    for (int k = 0; k < A; ++k) {
-      // Global micro-batch k * W + rank of global batch `step - 1`: the ranks
-      // read disjoint slices, and world 1 with accumulation 2 reads the same
-      // samples per step as world 2 with accumulation 1.
-      const uint64_t first = (uint64_t(k) * uint64_t(W) + uint64_t(rank)) * uint64_t(B);
-      s.sampler->fill(step - 1, first, B, inputs.data(), targets.data());
-      micro_losses[k] = s.model->forward(inputs.data(), targets.data(), B, c.seq_len);
-      s.model->backward(loss_scale);
-    }
-    s.dp->reduce_gradients();
-    double shard_sumsq;
-    {
-      ScopedPhase phase(&s.timers, "optimizer");
-      shard_sumsq = s.dp->shard_grad_sumsq();
-    }
-    const DataParallel::StepTotals totals =
-        s.dp->exchange_step(micro_losses, shard_sumsq, stop_signal());
-    const double loss = totals.loss;
-    const int signal = totals.stop_signal;
-    if (!std::isfinite(loss)) {
-      throw TrainingDiverged("loss is " + std::to_string(loss) + " at step " +
-                             std::to_string(step) + "; stopping (last checkpoint: " +
-                             (summary.checkpoint.empty() ? "none" : summary.checkpoint) + ")");
-    }
-    OptimizerStepResult r;
-    {
-      ScopedPhase phase(&s.timers, "optimizer");
-      const double norm = totals.grad_norm;
-      if (!std::isfinite(norm)) {
-        throw TrainingDiverged("gradient norm is not finite at step " + std::to_string(step) +
-                               "; stopping (last checkpoint: " +
-                               (summary.checkpoint.empty() ? "none" : summary.checkpoint) + ")");
-      }
-      r = s.optimizer->step(step, lr_at(schedule, step), c.adamw, norm);
-    }
-    s.dp->gather_weights();
-    if (s.shadow) {  // gradients are reduced and the real weights updated: follow unrounded
-      s.shadow->update(*s.model, step, lr_at(schedule, step), c.adamw, r.clip_scale);
-      if (step % uint64_t(c.shadow_every) == 0 || step == total) {
-        log(s.shadow->log_line(*s.model, step));
+    const double comm_before = comm_->comm_seconds();
+    const bool log_this_step = step % log_every == 0 || step == total_;
+    const DataParallel::StepTotals t = train_step(step, log_this_step);
+    if (shadow_) {  // gradients are reduced and the real weights updated: follow unrounded
+      shadow_->update(*model_, step, float(lr_at(schedule_, step)), c_.adamw, t.clip_scale);
+      if (step % uint64_t(c_.shadow_every) == 0 || step == total_) {
+        log_->write(shadow_->log_line(*model_, step));
       }
     }
-    const AdamWTelemetry t = s.dp->combine(r.telemetry);
-    s.backend->synchronize();
-    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    train_seconds += dt;
-    summary.step_ms.push_back(dt * 1e3);
-    tokens_seen += tokens_per_step;
-    summary.steps_done = step;
-    recent_losses.push_back(loss);
-    if (recent_losses.size() > 10) recent_losses.pop_front();
+    const double dt = seconds_since(t0);
+    train_seconds_ += dt;
+    summary_.step_ms.push_back(dt * 1e3);
+    summary_.steps_done = step;
+    if (++steps_run == 1) after_first = backend_->counters();
+    recent_losses_.push_back(t.loss);
+    if (recent_losses_.size() > 10) recent_losses_.pop_front();
+    if (log_this_step) log_step(step, t, dt, comm_->comm_seconds() - comm_before);
+    const double done = double(step - start_step_);
+    progress_->step(step, t.loss, lr_at(schedule_, step),
+                    double(uint64_t(done) * tokens_per_step_) / train_seconds_,
+                    double(total_ - step) * train_seconds_ / done);
 
-    const double update_rms = std::sqrt(t.update_sq / n_elems);
-    const double weight_rms = std::sqrt(t.weight_sq / n_elems);
-    const double lr = lr_at(schedule, step);
-    log({{"type", "step"},
-         {"step", step},
-         {"loss", loss},
-         {"lr", lr},
-         {"grad_norm", r.grad_norm},
-         {"clip_scale", r.clip_scale},
-         {"update_rms", update_rms},
-         {"weight_rms", weight_rms},
-         {"update_weight_ratio", weight_rms > 0 ? update_rms / weight_rms : 0},
-         {"erased_frac", t.nonzero ? double(t.erased) / double(t.nonzero) : 0},
-         {"m_stalled_frac", double(t.m_stalled) / double(t.n)},
-         {"v_stalled_frac", double(t.v_stalled) / double(t.n)},
-         {"tokens", tokens_seen},
-         {"ms", dt * 1e3},
-         {"comm_ms", (comm.comm_seconds() - comm_before) * 1e3},
-         {"tok_per_s", double(tokens_per_step) / dt}});
-    const double tok_s = double(tokens_seen - start_step * tokens_per_step) / train_seconds;
-    const double eta = double(total - step) * train_seconds / double(step - start_step);
-    if (tty) {
-      std::fprintf(stderr, "\r[%s] step %llu/%llu  loss %.4f  lr %.2e  %.0f tok/s  ETA %s   ",
-                   s.strategy.name.c_str(), static_cast<unsigned long long>(step),
-                   static_cast<unsigned long long>(total), loss, lr, tok_s,
-                   format_eta(eta).c_str());
-      if (step == total) std::fputc('\n', stderr);
-    } else if (progress && (step % print_every == 0 || step == total)) {
-      std::fprintf(stderr, "[%s] step %llu/%llu loss %.4f lr %.2e %.0f tok/s\n",
-                   s.strategy.name.c_str(), static_cast<unsigned long long>(step),
-                   static_cast<unsigned long long>(total), loss, lr, tok_s);
-    }
-    if (W > 1 && c.replica_check > 0 && step % uint64_t(c.replica_check) == 0) {
+    if (world_ > 1 && c_.replica_check > 0 && step % uint64_t(c_.replica_check) == 0) {
       check_replicas(step);
     }
-    if (c.eval_interval > 0 && step % uint64_t(c.eval_interval) == 0 && step != total) {
+    if (c_.eval_interval > 0 && step % uint64_t(c_.eval_interval) == 0 && step != total_) {
       evaluate(step);
     }
-    if (c.ckpt_interval > 0 && step % uint64_t(c.ckpt_interval) == 0) save(step);
-    if (signal != 0) {
+    if (c_.ckpt_interval > 0 && step % uint64_t(c_.ckpt_interval) == 0) save(step);
+    if (t.stop_signal != 0) {
       // Every rank saw the same signal in the exchange, so all stop after this step.
-      if (tty) std::fputc('\n', stderr);
-      if (saved_step != step) save(step);
-      summary.interrupted = true;
-      summary.stop_signal = signal;
-      s.log << std::flush;
-      if (lead) {
+      if (saved_step_ != step) save(step);
+      summary_.interrupted = true;
+      summary_.stop_signal = t.stop_signal;
+      log_->flush();
+      if (lead_) {  // also under --quiet: the user needs to know where the run stands
+        progress_->end_line();
         std::fprintf(stderr, "[%s] stopped by signal %d at step %llu; checkpoint %s\n",
-                     s.strategy.name.c_str(), signal, static_cast<unsigned long long>(step),
-                     summary.checkpoint.c_str());
+                     summary_.strategy.c_str(), t.stop_signal,
+                     static_cast<unsigned long long>(step), summary_.checkpoint.c_str());
       }
       break;
     }
   }
-  s.log << std::flush;
+  if (steps_run > 0) {
+    const BackendCounters now = backend_->counters();
+    summary_.allocations_after_first_step = now.allocations - after_first.allocations;
+    summary_.host_reads_after_first_step = now.host_reads - after_first.host_reads;
+  }
+  log_->flush();
+  finish();
+  return summary_;
+}
 
-  if (!summary.interrupted) {
-    if (c.final_eval) evaluate(summary.steps_done);
+void Trainer::State::finish() {
+  if (!summary_.interrupted) {
+    if (c_.final_eval) evaluate(summary_.steps_done);
     // Also when no step ran (resumed at the last step): the checkpoint then
     // passes the state on, e.g. to another world size.
-    if (c.save_final && saved_step != summary.steps_done) save(summary.steps_done);
+    if (c_.save_final && saved_step_ != summary_.steps_done) save(summary_.steps_done);
   }
-  summary.train_loss = recent_losses.empty()
-                           ? 0.0
-                           : std::accumulate(recent_losses.begin(), recent_losses.end(), 0.0) /
-                                 double(recent_losses.size());
-  summary.train_seconds = train_seconds;
-  summary.tokens_per_s =
-      train_seconds > 0
-          ? double((summary.steps_done - start_step) * tokens_per_step) / train_seconds
+  summary_.train_loss = recent_losses_.empty()
+                            ? 0.0
+                            : std::accumulate(recent_losses_.begin(), recent_losses_.end(), 0.0) /
+                                  double(recent_losses_.size());
+  summary_.train_seconds = train_seconds_;
+  summary_.tokens_per_s =
+      train_seconds_ > 0
+          ? double((summary_.steps_done - start_step_) * tokens_per_step_) / train_seconds_
           : 0.0;
-  summary.memory = s.backend->memory();
-  for (const std::vector<double>& q : s.dp->all_gather({double(summary.memory.total_peak)})) {
-    summary.peak_bytes_per_rank.push_back(size_t(q[0]));
+  summary_.memory = backend_->memory();
+  for (const std::vector<double>& q : dp_->all_gather({double(summary_.memory.total_peak)})) {
+    summary_.peak_bytes_per_rank.push_back(size_t(q[0]));
   }
   {
-    std::vector<char> w(s.model->weight_bytes());
-    s.backend->copy_to_host(w.data(), s.model->weights(), w.size());
-    summary.weights_checksum = checksum_bytes(w.data(), w.size());
+    std::vector<char> w(model_->weight_bytes());
+    backend_->copy_to_host(w.data(), model_->weights(), w.size());
+    summary_.weights_checksum = checksum_bytes(w.data(), w.size());
   }
-  summary.comm_seconds = comm.comm_seconds() - comm_at_start;
-
-  if (c.sample_tokens > 0 && !summary.interrupted && lead) {
-    ScopedPhase phase(&s.timers, "sample");
-    const TokenData& src = s.data.val.tokens.empty() ? s.data.train : s.data.val;
+  summary_.comm_seconds = comm_->comm_seconds() - comm_at_start_;
+  if (c_.sample_tokens > 0 && !summary_.interrupted && lead_) {
+    ScopedPhase phase(&timers_, "sample");
+    const TokenData& src = data_.val.tokens.empty() ? data_.train : data_.val;
     const size_t prompt_len = std::min<size_t>(16, src.tokens.size());
     std::vector<int32_t> prompt(src.tokens.begin(), src.tokens.begin() + prompt_len);
-    const std::vector<int32_t> out = generate(*s.model, prompt, c.sample_tokens, c.seq_len, c.seed);
-    summary.sample = tokens_to_text(out, mc.vocab_size);
+    const std::vector<int32_t> out =
+        generate(*model_, prompt, c_.sample_tokens, c_.seq_len, c_.seed);
+    summary_.sample = tokens_to_text(out, model_->config().vocab_size);
   }
-  summary.phases = s.timers;
+  summary_.phases = timers_;
   nlohmann::json phases;
-  for (const auto& [name, stat] : s.timers.stats()) {
+  for (const auto& [name, stat] : timers_.stats()) {
     phases[name] = {{"seconds", stat.seconds}, {"calls", stat.calls}};
   }
-  log({{"type", "summary"}, {"summary", summary.to_json()}, {"phases", phases}});
-  s.log << std::flush;
-  return summary;
+  log_->write({{"type", "summary"}, {"summary", summary_.to_json()}, {"phases", phases}});
+  log_->flush();
 }
 
 }  // namespace srkit

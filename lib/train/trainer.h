@@ -56,6 +56,11 @@ struct RunSummary {
   int replica_checks = 0;
   uint64_t replica_max_ulps = 0;
   uint64_t weights_checksum = 0;  // checksum_bytes of this rank's final weights
+  // The execution model, audited over this run's steps after its first
+  // (docs/architecture.md): backend allocations (0 when it holds) and host reads
+  // (one per step, plus evaluations, checkpoints and probes when they run).
+  uint64_t allocations_after_first_step = 0;
+  uint64_t host_reads_after_first_step = 0;
   nlohmann::json to_json() const;
 };
 
@@ -76,7 +81,7 @@ class Trainer {
   RunSummary run();
 
  private:
-  struct State;
+  class State;
   TrainConfig config_;
   Communicator* comm_ = nullptr;  // given, or owned by state_
   std::unique_ptr<State> state_;

@@ -136,7 +136,7 @@ class AdamWGpu : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(AdamWGpu, BitIdenticalToCpu) {
-  const AdamWRule rule = strategy_from_string(GetParam()).rule();
+  const AdamWRule rule = strategy_from_string(GetParam()).rule;
   const AdamWArrayBytes b = adamw_array_bytes(rule);
   // A shard [begin, n) starting mid SR group, several thread blocks, three
   // segments with boundaries inside groups and inside warp tiles.
@@ -176,7 +176,7 @@ INSTANTIATE_TEST_SUITE_P(Strategies, AdamWGpu, ::testing::ValuesIn(kSpecs),
 
 TEST(AdamWGpuCalls, RejectsMalformedCallsWithoutTouchingTheDevice) {
   // Validation runs on the host first, so this holds with or without a GPU.
-  const AdamWRule rule = strategy_from_string("bf16-sr").rule();
+  const AdamWRule rule = strategy_from_string("bf16-sr").rule;
   const std::vector<ParamSegment> segs = {{0, 10, true}};
   AdamWBuffers none{};
   EXPECT_THROW(cuda::adamw_step(rule, none, segs.data(), 1, 0, 10, hyper(1), nullptr),

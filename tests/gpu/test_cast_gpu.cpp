@@ -17,7 +17,7 @@
 namespace srkit {
 namespace {
 
-constexpr uint32_t kPurpose = uint32_t(RngPurpose::kCast);
+constexpr RngPurpose kPurpose = RngPurpose::kCast;
 
 // Device buffer of n elements of T, freed on scope exit.
 template <typename T>

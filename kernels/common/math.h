@@ -1,7 +1,8 @@
-// Element math for the CPU ops, written so that GCC vectorizes the loops that
-// call it (glibc's expf/tanhf are scalar calls without -ffast-math, which made
-// softmax and GELU cost more than the GEMMs around them). Host+device and free
-// of libm, so a CUDA kernel could call the same bodies and get the same bits.
+// Element math shared by the CPU ops and the CUDA kernels (DESIGN.md, "one
+// math, two devices"): written so that GCC vectorizes the CPU loops that call it
+// (glibc's expf/tanhf are scalar calls without -ffast-math, which made softmax
+// and GELU cost more than the GEMMs around them), host+device and free of libm,
+// so both devices get the same bits from the same bodies.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +10,7 @@
 #include "kernels/common/bf16.h"
 #include "kernels/common/hd.h"
 
-namespace srkit::cpu {
+namespace srkit {
 
 // c ? a : b on bit patterns, through masks: a branch (or a float select whose arm
 // folds to a constant) in these bodies stops GCC from vectorizing the caller's
@@ -72,4 +73,23 @@ SRKIT_HD Logistic logistic(float z) {
           bits_as_float(select_bits(neg, one, eb)) * inv};
 }
 
-}  // namespace srkit::cpu
+// GPT-2's GELU, tanh approximation: 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x +
+// 0.044715 x^3). Since 0.5 (1 + tanh(u)) = sigmoid(2u), it is x * sigmoid(2u):
+// one vectorizable exp instead of a scalar tanhf call.
+constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
+constexpr float kGeluCubic = 0.044715f;
+
+SRKIT_HD float gelu(float x) {
+  const float u = kGeluScale * (x + kGeluCubic * x * x * x);
+  return x * logistic(2.0f * u).s;
+}
+
+// d/dx [x s(2u)] = s + 2 x s (1 - s) du/dx, with s (1 - s) from the accurate pair.
+SRKIT_HD float gelu_grad(float x) {
+  const float u = kGeluScale * (x + kGeluCubic * x * x * x);
+  const float du = kGeluScale * (1.0f + 3.0f * kGeluCubic * x * x);
+  const Logistic l = logistic(2.0f * u);
+  return l.s + 2.0f * x * (l.s * l.one_minus_s) * du;
+}
+
+}  // namespace srkit

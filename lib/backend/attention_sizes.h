@@ -1,0 +1,29 @@
+// What causal self-attention keeps per layer for backward, and the scratch it
+// shares across layers, per backend (Backend::attention_sizes). The model
+// allocates exactly these bytes, and the memory model (lib/bench/memory_model.h)
+// asks the same function, so its activation term stays exact for every device.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "kernels/common/dtype.h"
+
+namespace srkit {
+
+struct AttentionSizes {
+  size_t state_per_layer = 0;  // bytes saved by forward for backward, per layer
+  size_t scratch = 0;          // bytes of working space shared by all layers
+};
+
+// device: "cpu" or "cuda" (Backend::name()). Throws std::invalid_argument otherwise.
+//   cpu:  state = the attention matrix att [B,NH,T,T] in dt; no scratch (the
+//         kernels work in per-thread buffers).
+//   cuda: state = the log-sum-exp of every softmax row [B,NH,T] in fp32 (the
+//         attention matrix is recomputed in backward); scratch = q, k, v and the
+//         head-major output and its gradient [B,NH,T,hs] in dt, plus the score
+//         matrix [B,NH,T,T] in fp32 and the probabilities [B,NH,T,T] in dt
+//         (see kernels/cuda/attention.cu).
+AttentionSizes attention_sizes(const std::string& device, DType dt, int B, int T, int C, int NH);
+
+}  // namespace srkit

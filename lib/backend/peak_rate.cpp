@@ -1,0 +1,59 @@
+#include "lib/backend/peak_rate.h"
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+#include <vector>
+
+#include "kernels/cpu/gemm.h"
+#include "lib/util/format.h"
+
+namespace srkit {
+
+PeakRate measure_sgemm_peak(int n, int reps) {
+  if (n < 1 || reps < 1) throw std::invalid_argument("measure_sgemm_peak: n and reps must be >= 1");
+  const size_t nn = size_t(n) * size_t(n);
+  // Values in [-1, 1): no denormals or overflow to slow anything down.
+  std::vector<float> a(nn), b(nn), c(nn, 0.0f);
+  for (size_t i = 0; i < nn; ++i) {
+    a[i] = float(int(i * 2654435761u % 2001u) - 1000) * 1e-3f;
+    b[i] = float(int(i * 40503u % 2001u) - 1000) * 1e-3f;
+  }
+  auto gemm = [&] {
+    cpu::sgemm(false, false, n, n, n, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+  };
+  gemm();  // first call: thread pool start-up and page faults
+  std::vector<double> rates;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    gemm();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    rates.push_back(2.0 * double(n) * double(n) * double(n) / s / 1e9);
+  }
+  std::sort(rates.begin(), rates.end());
+  PeakRate p;
+  p.gflops = rates[rates.size() / 2];
+  p.source = strprintf("sgemm %dx%dx%d measured (median of %d)", n, n, n, reps);
+  return p;
+}
+
+std::optional<double> datasheet_bf16_gflops(const std::string& name) {
+  // Dense bf16 tensor-core TFLOP/s from NVIDIA's datasheets (the sparse figure
+  // halved). Order matters: the more specific name first.
+  struct Entry {
+    const char* needle;
+    double tflops;
+  };
+  static constexpr Entry kTable[] = {
+      {"H100 PCIe", 756.0},  // H100 PCIe
+      {"H100", 989.0},       // H100 SXM5
+      {"H200", 989.0},       // H200 SXM (same GH100 compute as H100 SXM)
+      {"A100", 312.0},       // A100 SXM4 and PCIe
+  };
+  for (const Entry& e : kTable) {
+    if (name.find(e.needle) != std::string::npos) return e.tflops * 1e3;
+  }
+  return std::nullopt;
+}
+
+}  // namespace srkit
