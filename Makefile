@@ -47,7 +47,7 @@ gpu-check:
 # vanilla bf16 falling behind while bf16-sr tracks fp32 master weights.
 RUN_FLAGS ?= --model tiny --batch 8 --seq-len 64 --steps 500 --lr 1e-3 --eval-interval 100
 run: build
-	./$(BUILD_DIR)/bin/sr-train --compare fp32,mixed,bf16,bf16-sr,bf16-kahan,bf16-rem16 \
+	./$(BUILD_DIR)/bin/sr-train --compare fp32,amp,mixed,bf16,bf16-sr,bf16-kahan,bf16-rem16 \
 	  $(RUN_FLAGS) --out runs/demo
 
 bench: build

@@ -7,9 +7,10 @@ namespace srkit {
 namespace {
 
 PrecisionStrategy make_preset(const char* name, DType w, MasterKind master, DType mv,
-                              bool weight_sr, bool kahan) {
+                              bool weight_sr, bool kahan, DType compute) {
   PrecisionStrategy s;
   s.name = name;
+  s.compute = compute;
   s.rule.weights = w;
   s.rule.master = master;
   s.rule.m = s.rule.v = mv;
@@ -21,13 +22,16 @@ PrecisionStrategy make_preset(const char* name, DType w, MasterKind master, DTyp
 // DESIGN.md's table. Rounding of the weights is "nearest" wherever SR does not apply.
 const std::vector<PrecisionStrategy>& presets() {
   constexpr bool kSR = true, kRN = false, kKahan = true, kNoKahan = false;
+  constexpr DType kF32 = DType::kF32, kBF16 = DType::kBF16;
   static const std::vector<PrecisionStrategy> all = {
-      make_preset("fp32", DType::kF32, MasterKind::kNone, DType::kF32, kRN, kNoKahan),
-      make_preset("mixed", DType::kBF16, MasterKind::kF32, DType::kF32, kRN, kNoKahan),
-      make_preset("bf16", DType::kBF16, MasterKind::kNone, DType::kBF16, kRN, kNoKahan),
-      make_preset("bf16-sr", DType::kBF16, MasterKind::kNone, DType::kBF16, kSR, kNoKahan),
-      make_preset("bf16-kahan", DType::kBF16, MasterKind::kNone, DType::kBF16, kRN, kKahan),
-      make_preset("bf16-rem16", DType::kBF16, MasterKind::kRem16, DType::kF32, kRN, kNoKahan),
+      make_preset("fp32", kF32, MasterKind::kNone, kF32, kRN, kNoKahan, kF32),
+      make_preset("mixed", kBF16, MasterKind::kF32, kF32, kRN, kNoKahan, kBF16),
+      make_preset("bf16", kBF16, MasterKind::kNone, kBF16, kRN, kNoKahan, kBF16),
+      make_preset("bf16-sr", kBF16, MasterKind::kNone, kBF16, kSR, kNoKahan, kBF16),
+      make_preset("bf16-kahan", kBF16, MasterKind::kNone, kBF16, kRN, kKahan, kBF16),
+      make_preset("bf16-rem16", kBF16, MasterKind::kRem16, kF32, kRN, kNoKahan, kBF16),
+      // PyTorch AMP "O1": fp32 weights, gradients and state; bf16 compute.
+      make_preset("amp", kF32, MasterKind::kNone, kF32, kRN, kNoKahan, kBF16),
   };
   return all;
 }
@@ -86,8 +90,11 @@ class SpecParser {
     fail(key + " must be on or off, got \"" + value + "\"");
   }
 
-  void apply(AdamWRule& r, const std::string& key, const std::string& value) const {
-    if (key == "w") {
+  void apply(PrecisionStrategy& s, const std::string& key, const std::string& value) const {
+    AdamWRule& r = s.rule;
+    if (key == "compute") {
+      s.compute = dtype(key, value);
+    } else if (key == "w") {
       r.weights = dtype(key, value);
     } else if (key == "master") {
       r.master = master(value);
@@ -104,13 +111,21 @@ class SpecParser {
     } else if (key == "kahan") {
       r.kahan = on_off(key, value);
     } else {
-      fail("unknown key \"" + key + "\" (expected w, master, m, v, update, mround, vround, kahan)");
+      fail("unknown key \"" + key +
+           "\" (expected w, master, m, v, update, mround, vround, kahan, compute)");
     }
   }
 
  private:
   const std::string& spec_;
 };
+
+// Compute in the weights' own dtype, or in bf16 with f32 weights (O1).
+const char* compute_error(const PrecisionStrategy& s) {
+  if (s.compute == s.rule.weights) return nullptr;
+  if (s.rule.weights == DType::kF32 && s.compute == DType::kBF16) return nullptr;
+  return "compute=f32 needs w=f32 (bf16 weights are computed in bf16)";
+}
 
 std::string preset_list() {
   std::string out;
@@ -124,15 +139,23 @@ double PrecisionStrategy::bytes_per_param() const {
   return double(adamw_array_bytes(rule).total());
 }
 
+double PrecisionStrategy::transient_bytes_per_param() const {
+  return casts_for_compute() ? 2.0 * double(dtype_size(compute)) : 0.0;
+}
+
 std::string PrecisionStrategy::describe() const {
   const AdamWRule& r = rule;
   return std::string("w=") + dtype_name(r.weights) + " master=" + master_name(r.master) +
          " g=" + dtype_name(r.weights) + " m=" + state_name(r.m, r.m_sr) +
          " v=" + state_name(r.v, r.v_sr) + (r.kahan ? " kahan=bf16" : "") +
-         " update=" + update_name(r);
+         " update=" + update_name(r) +
+         (casts_for_compute() ? std::string(" compute=") + dtype_name(compute) : "");
 }
 
 void PrecisionStrategy::validate() const {
+  if (const char* why = compute_error(*this)) {
+    throw std::invalid_argument("precision \"" + name + "\": " + why);
+  }
   if (const char* why = adamw_rule_error(rule)) {
     throw std::invalid_argument("precision \"" + name + "\": " + why);
   }
@@ -176,11 +199,16 @@ PrecisionStrategy strategy_from_string(const std::string& spec) {
       parser.fail("key \"" + key + "\" given twice");
     }
     seen.push_back(key);
-    parser.apply(s.rule, key, item.substr(eq + 1));
+    parser.apply(s, key, item.substr(eq + 1));
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
   s.name = spec;
+  // A preset's compute dtype follows a w= override unless compute= is given.
+  if (std::find(seen.begin(), seen.end(), "compute") == seen.end()) {
+    s.compute = it->casts_for_compute() ? it->compute : s.rule.weights;
+  }
+  if (const char* why = compute_error(s)) parser.fail(why);
   if (const char* why = adamw_rule_error(s.rule)) parser.fail(why);
   return s;
 }

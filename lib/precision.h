@@ -20,11 +20,21 @@ namespace srkit {
 struct PrecisionStrategy {
   std::string name;  // preset name, or the spec it was parsed from
   AdamWRule rule;    // valid (strategy_from_string checks it)
+  // The dtype of activations and of the weights and gradients the forward and
+  // backward passes use. Equal to rule.weights except in PyTorch-AMP-style "O1"
+  // mixed precision (the amp preset): fp32 weights, gradients and state, with a
+  // bf16 copy of the weights made for every forward and bf16 gradients widened
+  // into the fp32 ones after every backward.
+  DType compute = DType::kBF16;
 
-  // Forward weights; activations and gradients use this dtype too.
+  // The stored weights and gradients (what the optimizer steps).
   DType weights() const { return rule.weights; }
+  bool casts_for_compute() const { return compute != rule.weights; }
   // weights + master + grads + m + v (+ kahan), bytes per parameter.
   double bytes_per_param() const;
+  // The compute copies of weights and gradients (casts_for_compute), bytes per
+  // parameter; 0 otherwise.
+  double transient_bytes_per_param() const;
   // One line, e.g. "w=bf16 master=none g=bf16 m=bf16(rn) v=bf16(rn) update=sr".
   std::string describe() const;
   // Throws std::invalid_argument naming the strategy when the rule is
@@ -33,11 +43,12 @@ struct PrecisionStrategy {
 };
 
 // "PRESET[:key=value,...]", keys: w (f32|bf16), master (none|f32|rem16),
-// m, v (f32|bf16), update, mround, vround (rn|sr), kahan (on|off).
+// m, v (f32|bf16), update, mround, vround (rn|sr), kahan (on|off), compute
+// (f32|bf16; bf16 with f32 weights is O1 mixed precision).
 // Throws std::invalid_argument with a one-line message naming the culprit.
 PrecisionStrategy strategy_from_string(const std::string& spec);
 
-// fp32 mixed bf16 bf16-sr bf16-kahan bf16-rem16
+// fp32 mixed bf16 bf16-sr bf16-kahan bf16-rem16 amp
 const std::vector<std::string>& strategy_preset_names();
 
 }  // namespace srkit

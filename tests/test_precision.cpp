@@ -12,8 +12,8 @@ namespace {
 using namespace srkit;
 
 TEST(Precision, PresetNames) {
-  const std::vector<std::string> want = {"fp32",    "mixed",      "bf16",
-                                         "bf16-sr", "bf16-kahan", "bf16-rem16"};
+  const std::vector<std::string> want = {"fp32",       "mixed",      "bf16", "bf16-sr",
+                                         "bf16-kahan", "bf16-rem16", "amp"};
   EXPECT_EQ(strategy_preset_names(), want);
   for (const std::string& name : want) EXPECT_EQ(strategy_from_string(name).name, name);
 }
@@ -153,6 +153,31 @@ TEST(Precision, ValidateRejectsInconsistentHandBuiltStrategy) {
   EXPECT_NO_THROW(s.validate());
   s.rule.master = MasterKind::kF32;  // SR weights with a master
   EXPECT_THROW(s.validate(), std::invalid_argument);
+}
+
+// PyTorch-AMP-style O1: the fp32 strategy's storage, bf16 compute; the compute
+// copies of weights and gradients are transient bytes, not state.
+TEST(Precision, AmpIsFp32StorageWithBf16Compute) {
+  const PrecisionStrategy amp = strategy_from_string("amp");
+  const PrecisionStrategy fp32 = strategy_from_string("fp32");
+  EXPECT_EQ(amp.rule.weights, DType::kF32);
+  EXPECT_EQ(amp.rule.master, MasterKind::kNone);
+  EXPECT_EQ(amp.rule.m, DType::kF32);
+  EXPECT_EQ(amp.compute, DType::kBF16);
+  EXPECT_TRUE(amp.casts_for_compute());
+  EXPECT_FALSE(fp32.casts_for_compute());
+  EXPECT_EQ(amp.bytes_per_param(), 16.0);
+  EXPECT_EQ(amp.transient_bytes_per_param(), 4.0);
+  EXPECT_EQ(fp32.transient_bytes_per_param(), 0.0);
+  EXPECT_EQ(amp.describe(), fp32.describe() + " compute=bf16");
+  // amp spelled out, and the compute dtype following a w= override.
+  const PrecisionStrategy spelled = strategy_from_string("fp32:compute=bf16");
+  EXPECT_EQ(spelled.compute, DType::kBF16);
+  EXPECT_EQ(spelled.describe(), amp.describe());
+  EXPECT_EQ(strategy_from_string("mixed:w=f32,master=none").compute, DType::kF32);
+  EXPECT_EQ(strategy_from_string("bf16-sr").compute, DType::kBF16);
+  expect_rejected("bf16:compute=f32", "compute=f32 needs w=f32");
+  expect_rejected("amp:compute=f16", "compute must be f32 or bf16");
 }
 
 }  // namespace

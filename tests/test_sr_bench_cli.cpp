@@ -179,7 +179,7 @@ TEST(SrBenchCli, MemoryTableAndJson) {
                        (dir / "m.json").string());
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   const std::vector<std::string> rows = table_rows(r.out);
-  ASSERT_EQ(rows.size(), 2u + 2 * 2 * 2 * 6) << r.out;      // models x worlds x stages x strategies
+  ASSERT_EQ(rows.size(), 2u + 2 * 2 * 2 * 7) << r.out;      // models x worlds x stages x strategies
   EXPECT_NE(rows[0].find("total GiB"), std::string::npos);  // auto unit: 6.7B needs GiB
   std::ifstream jf(dir / "m.json");
   const nlohmann::json j = nlohmann::json::parse(jf);

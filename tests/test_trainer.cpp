@@ -151,6 +151,25 @@ TEST(Trainer, LogIntervalThinsTheStepRecordsOnly) {
   EXPECT_EQ(logged, (std::vector<uint64_t>{3, 6, 7}));
 }
 
+// The amp preset (O1): fp32 storage like fp32, bf16 compute; it trains to
+// nearly the same loss, holds the same weights/grads/state, and its compute
+// copies of weights and gradients show up as scratch.
+TEST(Trainer, AmpKeepsFp32StateAndComputesInBf16) {
+  const RunSummary fp32 = Trainer(tiny(fresh_dir("amp_fp32"), "fp32", 10)).run();
+  const RunSummary amp = Trainer(tiny(fresh_dir("amp_amp"), "amp", 10)).run();
+  EXPECT_NEAR(amp.train_loss, fp32.train_loss, 0.05);
+  EXPECT_NE(amp.weights_checksum, fp32.weights_checksum) << "bf16 compute changes the bits";
+  for (MemCategory c :
+       {MemCategory::kWeights, MemCategory::kMaster, MemCategory::kGrads, MemCategory::kOptState}) {
+    EXPECT_EQ(amp.memory.peak[int(c)], fp32.memory.peak[int(c)]) << mem_category_name(c);
+  }
+  const size_t P = amp.memory.peak[int(MemCategory::kWeights)] / 4;  // fp32 elements
+  EXPECT_GE(amp.memory.peak[int(MemCategory::kScratch)], 4 * P) << "bf16 weights + gradients";
+  EXPECT_LT(amp.memory.peak[int(MemCategory::kActivations)],
+            fp32.memory.peak[int(MemCategory::kActivations)])
+      << "bf16 activations";
+}
+
 TEST(Trainer, ThreadCountDoesNotChangeTheResult) {
   const fs::path dir = fresh_dir("threads");
   TrainConfig one = tiny(dir / "one", "bf16-sr", 4);

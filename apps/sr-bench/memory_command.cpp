@@ -30,8 +30,10 @@ struct MemoryArgs {
 constexpr const char* kNotes =
     "Per rank. weights, grads: the flat buffers (alignment padding included); master, moments,\n"
     "kahan: the optimizer's arrays for its ZeRO shard; activations: the buffers the model\n"
-    "allocates (GPT::activation_buffers); scratch: the CPU backend's fp32 GEMM workspace (0 on\n"
-    "cuda); comm: the MPI communicator's receive buffer (0 on cuda: NCCL works in place).\n"
+    "allocates (GPT::activation_buffers, with what the device's attention keeps); scratch: the\n"
+    "CPU backend's fp32 GEMM workspace (0 on cuda), the step record, and amp's bf16 copies of\n"
+    "weights and gradients; comm: the MPI communicator's receive buffer (0 on cuda: NCCL works\n"
+    "in place).\n"
     "ZeRO 2 (gradient shard + one bucket) and recomputation (layer inputs kept, one layer live)\n"
     "are models only: the engine implements ZeRO 0/1 without recomputation.\n";
 

@@ -24,7 +24,7 @@ size_t MemoryEstimate::category(MemCategory c) const {
     case MemCategory::kActivations:
       return activations;
     case MemCategory::kScratch:
-      return scratch + step_record;
+      return scratch + step_record + compute_copies;
     case MemCategory::kCount:
       break;
   }
@@ -108,7 +108,7 @@ MemoryEstimate estimate_memory(const MemoryScenario& s) {
   const AdamWArrayBytes per = adamw_array_bytes(s.strategy.rule);
   const size_t P = layout.total_size();
   const size_t shard = s.zero == 0 ? P : zero_shard_elements(P, s.world);
-  const DType dt = s.strategy.weights();
+  const DType dt = s.strategy.compute;  // of activations and the CPU GEMMs
 
   MemoryEstimate e;
   e.shard_elements = shard;
@@ -128,6 +128,7 @@ MemoryEstimate estimate_memory(const MemoryScenario& s) {
   e.activations = s.recompute ? recompute_activation_bytes(s.model, dt, s.batch, T, s.device)
                               : GPT::activation_bytes(s.model, dt, s.batch, T, s.device);
   e.step_record = DataParallel::step_buffer_bytes(s.world, /*grad_accum=*/1);
+  e.compute_copies = size_t(s.strategy.transient_bytes_per_param() * double(P));
   if (s.device == "cpu") {
     e.scratch = cpu_gemm_scratch_bytes(s.model, dt, s.batch, T);
     // The MPI communicator's rank-order reduction receives every rank's block

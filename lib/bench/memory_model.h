@@ -11,7 +11,8 @@
 //   activations         GPT::activation_buffers(), the list the model allocates
 //                       (with what the device's attention keeps, attention_sizes);
 //   scratch             the CPU backend's GEMM workspace (see cpu_gemm_scratch_bytes)
-//                       and the step record (DataParallel::step_buffer_bytes);
+//                       and the step record (DataParallel::step_buffer_bytes), plus
+//                       O1's compute copies of weights and gradients (the amp preset);
 //   comm                the MPI communicator's receive buffer (CPU ranks) or
 //                       nothing (NCCL reduces in place on GPUs).
 // ZeRO 2 and recomputation are models of what those designs would hold; the
@@ -42,11 +43,12 @@ struct MemoryEstimate {
   size_t weights = 0, master = 0, grads = 0, moments = 0, kahan = 0;
   size_t activations = 0, scratch = 0, comm = 0;
   size_t step_record = 0;     // the data-parallel step record (allocated as scratch)
+  size_t compute_copies = 0;  // O1's compute copies of weights and gradients (scratch)
   size_t shard_elements = 0;  // flat elements this rank's optimizer updates
 
   // What Backend::allocate() accounts (Backend::memory() without the GEMM scratch).
   size_t accounted() const {
-    return weights + master + grads + moments + kahan + activations + step_record;
+    return weights + master + grads + moments + kahan + activations + step_record + compute_copies;
   }
   // Backend::memory().total_peak: accounted() + scratch.
   size_t backend_total() const { return accounted() + scratch; }

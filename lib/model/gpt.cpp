@@ -50,23 +50,37 @@ struct GPT::Acts {
 };
 
 GPT::GPT(Backend& backend, const GPTConfig& config, DType dtype)
-    : backend_(backend), config_(config), layout_(config), dtype_(dtype) {
+    : GPT(backend, config, dtype, dtype) {}
+
+GPT::GPT(Backend& backend, const GPTConfig& config, DType dtype, DType compute)
+    : backend_(backend), config_(config), layout_(config), dtype_(dtype), compute_(compute) {
   config_.validate();
-  const size_t bytes = layout_.total_size() * dtype_size(dtype_);
-  weights_ = backend_.allocate(bytes, MemCategory::kWeights);
-  grads_ = backend_.allocate(bytes, MemCategory::kGrads);
-  w_ = ParamViews::of(layout_, config_.num_layers, weights_, dtype_);
-  g_ = ParamViews::of(layout_, config_.num_layers, grads_, dtype_);
+  const size_t n = layout_.total_size();
+  weights_ = backend_.allocate(n * dtype_size(dtype_), MemCategory::kWeights);
+  grads_ = backend_.allocate(n * dtype_size(dtype_), MemCategory::kGrads);
+  compute_weights_ = weights_;
+  compute_grads_ = grads_;
+  if (compute_ != dtype_) {
+    compute_weights_ = backend_.allocate(n * dtype_size(compute_), MemCategory::kScratch);
+    compute_grads_ = backend_.allocate(n * dtype_size(compute_), MemCategory::kScratch);
+  }
+  w_ = ParamViews::of(layout_, config_.num_layers, compute_weights_, compute_);
+  g_ = ParamViews::of(layout_, config_.num_layers, compute_grads_, compute_);
 }
 
 GPT::~GPT() {
   free_activations();
+  if (compute_ != dtype_) {
+    backend_.release(compute_grads_);
+    backend_.release(compute_weights_);
+  }
   backend_.release(grads_);
   backend_.release(weights_);
 }
 
+// Activation offsets: activations are compute-typed.
 void* GPT::at(void* base, size_t elements) const {
-  return static_cast<char*>(base) + elements * dtype_size(dtype_);
+  return static_cast<char*>(base) + elements * dtype_size(compute_);
 }
 
 // ---- initialisation ----------------------------------------------------------
@@ -229,11 +243,12 @@ void GPT::ensure_activations(int B, int T) {
   if (acts_ && B <= cap_B_ && T <= cap_T_) return;
   free_activations();
   acts_ = new Acts();
-  bind_activations(*acts_, config_, dtype_, B, T, backend_.name(), [&](const ActivationBuffer& b) {
-    void* p = backend_.allocate(b.bytes, MemCategory::kActivations);
-    acts_->all.push_back(p);
-    return p;
-  });
+  bind_activations(*acts_, config_, compute_, B, T, backend_.name(),
+                   [&](const ActivationBuffer& b) {
+                     void* p = backend_.allocate(b.bytes, MemCategory::kActivations);
+                     acts_->all.push_back(p);
+                     return p;
+                   });
   host_inputs_.reserve(size_t(B) * size_t(T));
   cap_B_ = B;
   cap_T_ = T;
@@ -275,8 +290,11 @@ void GPT::forward_to_logits() {
   const int Vp = config_.padded_vocab_size();
   const size_t BT = size_t(B) * T;
   const int N = int(BT);
-  const DType dt = dtype_;
+  const DType dt = compute_;
   Acts& a = *acts_;
+  if (compute_ != dtype_) {  // O1: this forward's compute copy of the weights
+    backend_.convert(compute_, compute_weights_, dtype_, weights_, layout_.total_size());
+  }
 
   backend_.encoder_forward(dt, a.encoded, a.inputs, w_.wte, w_.wpe, B, T, C);
   backend_.layernorm_forward(dt, a.ln1, a.ln1_mean, a.ln1_rstd, a.encoded, w_.layers[0].ln1_w,
@@ -323,7 +341,7 @@ void GPT::forward(const int32_t* inputs, const int32_t* targets, int B, int T, d
   have_dlogits_source_ = false;
   if (targets == nullptr) return;
   const int N = B * T;
-  backend_.crossentropy_forward(dtype_, acts_->losses, acts_->logits, acts_->targets, N,
+  backend_.crossentropy_forward(compute_, acts_->losses, acts_->logits, acts_->targets, N,
                                 config_.vocab_size, config_.padded_vocab_size());
   if (loss) backend_.mean_loss(acts_->losses, acts_->targets, N, valid_targets_, loss);
   have_dlogits_source_ = valid_targets_ > 0;
@@ -343,7 +361,7 @@ std::vector<float> GPT::logits(int b, int t) {
   const size_t Vp = config_.padded_vocab_size(), V = config_.vocab_size;
   const size_t row = (size_t(b) * T_ + t) * Vp;
   std::vector<float> out(V);
-  if (dtype_ == DType::kF32) {
+  if (compute_ == DType::kF32) {
     backend_.copy_to_host(out.data(), at(acts_->logits, row), V * sizeof(float));
   } else {
     std::vector<bf16> tmp(V);
@@ -355,7 +373,12 @@ std::vector<float> GPT::logits(int b, int t) {
 
 // ---- backward ----------------------------------------------------------------
 
-void GPT::zero_grads() { backend_.fill_zero(grads_, weight_bytes()); }
+void GPT::zero_grads() {
+  backend_.fill_zero(grads_, weight_bytes());
+  if (compute_ != dtype_) {
+    backend_.fill_zero(compute_grads_, layout_.total_size() * dtype_size(compute_));
+  }
+}
 
 void GPT::backward(float loss_scale, GradWrite mode) {
   ScopedPhase phase(timers_, "backward");
@@ -364,7 +387,7 @@ void GPT::backward(float loss_scale, GradWrite mode) {
   }
   // d(mean loss)/d(logits) = softmax - onehot, scaled by 1/valid targets, written
   // over the logits (as llm.c does): the [B,T,Vp] buffer is the largest one.
-  backend_.crossentropy_backward(dtype_, acts_->logits, acts_->logits, acts_->targets,
+  backend_.crossentropy_backward(compute_, acts_->logits, acts_->logits, acts_->targets,
                                  loss_scale / float(valid_targets_), B_ * T_, config_.vocab_size,
                                  config_.padded_vocab_size());
   have_dlogits_source_ = false;  // the logits are gone: a second backward needs a new forward
@@ -382,7 +405,7 @@ void GPT::forward_backward(const int32_t* inputs, const int32_t* targets, int B,
     }
     forward_to_logits();
     const int N = B * T;
-    backend_.classifier(dtype_, acts_->logits, acts_->losses, acts_->targets,
+    backend_.classifier(compute_, acts_->logits, acts_->losses, acts_->targets,
                         loss_scale / float(valid_targets_), N, config_.vocab_size,
                         config_.padded_vocab_size());
     if (loss) backend_.mean_loss(acts_->losses, acts_->targets, N, valid_targets_, loss);
@@ -398,7 +421,7 @@ void GPT::backward_from_dlogits(GradWrite mode) {
   const int Vp = config_.padded_vocab_size();
   const size_t BT = size_t(B) * T;
   const int N = int(BT);
-  const DType dt = dtype_;
+  const DType dt = compute_;
   const GradWrite kWrite = GradWrite::kOverwrite, kAdd = GradWrite::kAccumulate;
   Acts& a = *acts_;
 
@@ -450,6 +473,11 @@ void GPT::backward_from_dlogits(GradWrite mode) {
   }
   backend_.encoder_backward(dt, g_.wte, g_.wpe, a.dresidual, a.inputs, host_inputs_.data(), B, T,
                             C);
+  if (compute_ != dtype_) {
+    // O1: the compute gradients (accumulated over this step's micro-batches so
+    // far) widened into the gradients the optimizer sees.
+    backend_.convert(dtype_, grads_, compute_, compute_grads_, layout_.total_size());
+  }
 }
 
 }  // namespace srkit

@@ -36,13 +36,20 @@ class GPT {
  public:
   // dtype: storage of weights, activations and gradients.
   GPT(Backend& backend, const GPTConfig& config, DType dtype);
+  // compute != dtype (PrecisionStrategy::casts_for_compute, f32 weights with
+  // bf16 compute): activations are compute-typed, every forward first casts the
+  // weights into a compute copy, the backward writes compute-typed gradients
+  // (accumulating over micro-batches) and widens them into the gradient buffer.
+  // Both copies are allocated as scratch (they are the "transient" bytes).
+  GPT(Backend& backend, const GPTConfig& config, DType dtype, DType compute);
   ~GPT();
   GPT(const GPT&) = delete;
   GPT& operator=(const GPT&) = delete;
 
   const GPTConfig& config() const { return config_; }
   const ParamLayout& layout() const { return layout_; }
-  DType dtype() const { return dtype_; }
+  DType dtype() const { return dtype_; }  // the weights and gradients the optimizer sees
+  DType compute_dtype() const { return compute_; }
   Backend& backend() { return backend_; }
   void* weights() { return weights_; }
   void* grads() { return grads_; }
@@ -82,9 +89,9 @@ class GPT {
   void set_timers(PhaseTimers* timers) { timers_ = timers; }
 
   // Every activation buffer a forward/backward over [B, T] allocates on `device`
-  // (Backend::name()), in allocation order. ensure_activations() allocates
-  // exactly this list, so memory models (lib/bench/memory_model.h) and the model
-  // share one source.
+  // (Backend::name()), in allocation order, for activations of dtype `dtype`
+  // (the compute dtype). ensure_activations() allocates exactly this list, so
+  // memory models (lib/bench/memory_model.h) and the model share one source.
   static std::vector<ActivationBuffer> activation_buffers(const GPTConfig& config, DType dtype,
                                                           int B, int T, const std::string& device);
   static size_t activation_bytes(const GPTConfig& config, DType dtype, int B, int T,
@@ -107,10 +114,13 @@ class GPT {
   Backend& backend_;
   GPTConfig config_;
   ParamLayout layout_;
-  DType dtype_;
+  DType dtype_, compute_;
   void* weights_ = nullptr;
   void* grads_ = nullptr;
-  ParamViews w_, g_;  // views of weights_ and grads_
+  // The compute-typed copies when compute_ != dtype_; else weights_ and grads_.
+  void* compute_weights_ = nullptr;
+  void* compute_grads_ = nullptr;
+  ParamViews w_, g_;  // views of the compute weights and gradients the passes use
   Acts* acts_ = nullptr;
   int cap_B_ = 0, cap_T_ = 0;         // activation capacity
   int B_ = 0, T_ = 0;                 // shape of the loaded batch

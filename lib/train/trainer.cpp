@@ -213,7 +213,7 @@ void Trainer::State::set_up() {
 
   backend_ = make_backend(c_.device, c_.threads);
   if (c_.mem_limit_bytes > 0) backend_->set_memory_limit(c_.mem_limit_bytes);
-  model_ = std::make_unique<GPT>(*backend_, mc, c_.strategy.weights());
+  model_ = std::make_unique<GPT>(*backend_, mc, c_.strategy.weights(), c_.strategy.compute);
   model_->set_timers(&timers_);
   model_->init_weights(c_.seed);
   dp_ = std::make_unique<DataParallel>(comm, *model_, c_.zero, c_.grad_accum, &timers_);
