@@ -54,13 +54,14 @@ __device__ __forceinline__ int lane_id() {
 
 __device__ __forceinline__ int warp_id() { return int(threadIdx.x >> 5); }
 
-// The value `v` of lane `src_lane` (0..31) of the caller's warp.
+// The value `v` of lane `src_lane` of the caller's warp; as in CUDA, a lane
+// outside 0..31 means that lane modulo 32.
 template <typename T>
 __device__ __forceinline__ T warp_shfl(T v, int src_lane) {
 #if defined(SRKIT_CUDA_EMU)
   check_warp_block();
   const int base = int(threadIdx.x % 64u / 32u * 32u);
-  return __shfl(v, base + src_lane, 64);
+  return __shfl(v, base + (src_lane & 31), 64);
 #else
   return __shfl_sync(0xffffffffu, v, src_lane);
 #endif
@@ -71,6 +72,10 @@ template <typename T>
 __device__ __forceinline__ T warp_shfl_xor(T v, int lane_mask) {
 #if defined(SRKIT_CUDA_EMU)
   check_warp_block();
+  if (lane_mask < 1 || lane_mask > 31) {
+    std::fprintf(stderr, "srkit warp.cuh: warp_shfl_xor lane mask %d outside 1..31\n", lane_mask);
+    std::abort();
+  }
   return __shfl_xor(v, lane_mask, 64);  // lane ^ mask stays in the caller's 32 lanes
 #else
   return __shfl_xor_sync(0xffffffffu, v, lane_mask);
