@@ -4,7 +4,9 @@
 # CPU implementations in kernels/cuda/emu/ (their headers in emu/include, found
 # as <cublasLt.h> and <nccl.h>). See docs/cuda-emulation.md.
 if(NOT EXISTS "${SRKIT_HIP_CPU_DIR}/include/hip/hip_runtime.h")
-  message(FATAL_ERROR "SRKIT_CUDA_EMU=ON needs the HIP CPU runtime, not found in '${SRKIT_HIP_CPU_DIR}': clone https://github.com/ROCm/HIP-CPU and pass -DSRKIT_HIP_CPU_DIR=<its folder> (or make test-emu HIP_CPU_DIR=<its folder>)")
+  # NOTICE prints the line as it is (FATAL_ERROR would wrap it).
+  message(NOTICE "srkit: SRKIT_CUDA_EMU needs the HIP CPU runtime, not found in ${SRKIT_HIP_CPU_DIR}: clone https://github.com/ROCm/HIP-CPU and pass -DSRKIT_HIP_CPU_DIR=<its folder> (make test-emu HIP_CPU_DIR=<its folder>)")
+  message(FATAL_ERROR "the HIP CPU runtime is missing (see the line above)")
 endif()
 # HIP-CPU runs blocks through the C++17 parallel algorithms, which libstdc++
 # implements with TBB (Debian: libtbb-dev).

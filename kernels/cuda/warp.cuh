@@ -7,7 +7,8 @@
 //   - Full-mask only: every thread of the block reaches every warp call the
 //     same number of times; never inside a branch that threads of a warp take
 //     differently, never after some threads returned. (In the emulation a
-//     shuffle is a barrier of the whole block: a divergent one deadlocks.)
+//     shuffle is a barrier of the whole block: a divergent one gives wrong
+//     values or hangs.)
 //   - Shuffles move arithmetic types of at most 8 bytes; shuffle structs field
 //     by field.
 //   - Block reductions (block_sum, block_max) contain __syncthreads: call them
