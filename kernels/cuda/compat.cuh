@@ -152,7 +152,14 @@ inline cudaError_t cudaStreamCreate(cudaStream_t* stream) { return hipStreamCrea
 inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags) {
   return hipStreamCreateWithFlags(stream, static_cast<hipStreamFlags>(flags));
 }
-inline cudaError_t cudaStreamDestroy(cudaStream_t stream) { return hipStreamDestroy(stream); }
+// CUDA lets work queued on a stream or an event finish after it is destroyed;
+// HIP-CPU drops a destroyed stream's queued work, and a recorded event that is
+// deleted before the stream reaches it is written after its release. Both wait
+// for that work first.
+inline cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  if (const cudaError_t e = hipStreamSynchronize(stream); e != hipSuccess) return e;
+  return hipStreamDestroy(stream);
+}
 inline cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   return hipStreamSynchronize(stream);
 }
@@ -168,7 +175,10 @@ inline cudaError_t cudaEventCreate(cudaEvent_t* event) { return hipEventCreate(e
 inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags) {
   return hipEventCreateWithFlags(event, static_cast<hipEventFlags>(flags));
 }
-inline cudaError_t cudaEventDestroy(cudaEvent_t event) { return hipEventDestroy(event); }
+inline cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  hipEventSynchronize(event);  // fails harmlessly for an event never recorded
+  return hipEventDestroy(event);
+}
 inline cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream = nullptr) {
   return hipEventRecord(event, stream);
 }

@@ -1,8 +1,9 @@
 // The helpers every kernel builds on (kernels/cuda/launch.cuh, warp.cuh and
 // SRKIT_DYNAMIC_SHARED of compat.cuh) against what CUDA defines, on a GPU and in
 // the CPU emulation: shuffles by lane (modulo 32) and by xor, warp and block
-// sums and maxima, dynamic shared memory, and a launch a GPU refuses. Blocks of
-// 96 threads cover both halves of the emulation's 64-lane warp and a lone warp.
+// sums and maxima, dynamic shared memory, work queued on a destroyed stream, and
+// a launch a GPU refuses. Blocks of 96 threads cover both halves of the
+// emulation's 64-lane warp and a lone warp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -116,6 +117,23 @@ TEST_F(CudaHelpersGpu, DynamicSharedMemory) {
     const size_t b = i / threads, t = i % threads;
     ASSERT_EQ(y[i], x[b * threads + (threads - 1 - t)]) << i;
   }
+}
+
+// CUDA finishes the work queued on a stream that is destroyed before it ran.
+TEST_F(CudaHelpersGpu, WorkQueuedOnADestroyedStreamStillRuns) {
+  const int threads = 128;
+  const std::vector<float> x = inputs(threads), poison(threads, -1.0f);
+  Buffer dx(threads), dy(threads);
+  cuda::copy_to_device(dx.p, x.data(), threads * 4);
+  cuda::copy_to_device(dy.p, poison.data(), threads * 4);
+  const cuda::Stream stream = cuda::stream_create();
+  cuda::launch(reverse_in_block, 1, threads, threads * sizeof(float), stream, "reverse_in_block",
+               dx.p, dy.p);
+  cuda::stream_destroy(stream);
+  cuda::synchronize();
+  std::vector<float> y(threads);
+  cuda::copy_to_host(y.data(), dy.p, threads * 4);
+  for (int t = 0; t < threads; ++t) ASSERT_EQ(y[size_t(t)], x[size_t(threads - 1 - t)]) << t;
 }
 
 TEST_F(CudaHelpersGpu, RefusedLaunchThrowsNamingTheKernel) {
