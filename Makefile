@@ -4,10 +4,16 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 DEB_PACKAGES := cmake g++ make pkg-config libgtest-dev libgmock-dev libbenchmark-dev \
-  libcli11-dev nlohmann-json3-dev libopenblas-dev libopenmpi-dev openmpi-bin clang-format
+  libcli11-dev nlohmann-json3-dev libopenblas-dev libopenmpi-dev openmpi-bin clang-format \
+  libtbb-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps configure build test test-gpu gpu-check run bench format format-check clean
+# The CPU emulation of the CUDA code (docs/cuda-emulation.md): its own build
+# folder; HIP_CPU_DIR overrides where the HIP CPU runtime is.
+EMU_BUILD_DIR ?= build-emu
+HIP_CPU_DIR ?=
+
+.PHONY: all deps configure build test test-gpu test-emu gpu-check run bench format format-check clean
 
 all: build
 
@@ -38,6 +44,18 @@ test: build
 test-gpu: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -L gpu
 
+# The CUDA sources compiled as C++ and run on CPU threads: every GPU test and
+# the emulation's self-test. The emulated device is always present, so a
+# skipped test fails the target.
+test-emu: deps
+	cmake -S . -B $(EMU_BUILD_DIR) -DCMAKE_BUILD_TYPE=Release -DSRKIT_CUDA_EMU=ON \
+	  $(if $(HIP_CPU_DIR),-DSRKIT_HIP_CPU_DIR=$(abspath $(HIP_CPU_DIR))) $(CMAKE_FLAGS)
+	cmake --build $(EMU_BUILD_DIR) -j $(JOBS) --target srkit_gpu_tests
+	cd $(EMU_BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -L 'gpu|emu' --timeout 900 \
+	  > ctest-emu.log 2>&1; rc=$$?; cat ctest-emu.log; [ $$rc = 0 ] || exit $$rc; \
+	  if grep -qE '\*\*\*Skipped|\(Skipped\)' ctest-emu.log; then \
+	    echo "test-emu: tests skipped in the emulation, where every GPU test must run" >&2; exit 1; fi
+
 # On a GPU machine: CUDA build, GPU tests, CUDA kernel benchmark, a table last.
 gpu-check:
 	bash bench/gpu/run_gpu_checks.sh
@@ -60,4 +78,4 @@ format-check:
 	git ls-files '*.h' '*.cpp' '*.cu' '*.cuh' | xargs clang-format --dry-run --Werror
 
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) $(EMU_BUILD_DIR)

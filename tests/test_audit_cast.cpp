@@ -442,8 +442,12 @@ TEST(SrAuditBinary, CastAllFormatsJsonAndSvg) {
   const nlohmann::json j = nlohmann::json::parse(slurp(json));
   ASSERT_EQ(j["rows"].size(), 12u);
   for (const auto& row : j["rows"]) {
-    if (row["mode"] == "RN") EXPECT_NEAR(row["bias_ulps"].get<double>(), -0.12, 1e-3);
-    if (row["mode"] == "SR") EXPECT_TRUE(row["unbiased"].get<bool>());
+    if (row["mode"] == "RN") {
+      EXPECT_NEAR(row["bias_ulps"].get<double>(), -0.12, 1e-3);
+    }
+    if (row["mode"] == "SR") {
+      EXPECT_TRUE(row["unbiased"].get<bool>());
+    }
     EXPECT_EQ(row["chi_square_dof"], 5);
     EXPECT_EQ(row["fraction_buckets"].size(), 5u);
   }

@@ -7,7 +7,6 @@
 // reads and writes each byte), timed with CUDA events just before the
 // benchmark. Without a usable device it prints why and exits 0.
 #include <benchmark/benchmark.h>
-#include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -19,6 +18,7 @@
 #include "kernels/common/sr_bits.h"
 #include "kernels/cuda/adamw.h"
 #include "kernels/cuda/cast.h"
+#include "kernels/cuda/compat.cuh"
 #include "kernels/cuda/device.h"
 #include "lib/precision.h"
 
@@ -143,14 +143,14 @@ void bm_cast(benchmark::State& state, CastKind kind, size_t n) {
   run_timed(state, 6 * n, [&] {
     switch (kind) {
       case CastKind::kRn:
-        cuda::cast_f32_to_bf16_rn(f, b, n);
+        cuda::cast_f32_to_bf16_rn(f, b, n, nullptr);
         break;
       case CastKind::kSr:
         cuda::cast_f32_to_bf16_sr(f, b, n, /*seed=*/1234, srkit::RngPurpose::kCast,
-                                  /*step=*/1, /*base_index=*/0);
+                                  /*step=*/1, /*base_index=*/0, nullptr);
         break;
       case CastKind::kWiden:
-        cuda::cast_bf16_to_f32(b, f, n);
+        cuda::cast_bf16_to_f32(b, f, n, nullptr);
         break;
     }
   });
@@ -209,7 +209,7 @@ void bm_adamw(benchmark::State& state, const std::string& strategy, size_t n) {
   state.SetLabel(traffic_label(rule));
   run_timed(state, srkit::adamw_traffic_bytes(rule) * n, [&] {
     h.step = ++step;
-    cuda::adamw_step(rule, buffers, &segment, 1, 0, n, h, nullptr);
+    cuda::adamw_step(rule, buffers, &segment, 1, 0, n, h, nullptr, nullptr);
   });
 }
 

@@ -1,5 +1,3 @@
-#include <cuda_runtime.h>
-
 #include <cstdint>
 #include <vector>
 
@@ -7,6 +5,8 @@
 #include "kernels/common/sr_bits.h"
 #include "kernels/cuda/adamw.h"
 #include "kernels/cuda/device.h"
+#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/warp.cuh"
 
 namespace srkit::cuda {
 namespace {
@@ -41,7 +41,7 @@ __device__ void add_to(Partial& a, const Partial& b) {
 }
 
 // Tree sum over the block in a fixed order; thread 0 holds the result.
-__device__ Partial block_sum(const Partial& mine) {
+__device__ Partial sum_over_block(const Partial& mine) {
   __shared__ Partial sh[kThreads];
   sh[threadIdx.x] = mine;
   __syncthreads();
@@ -58,7 +58,7 @@ __device__ Partial block_sum(const Partial& mine) {
 __device__ uint32_t shuffled_bits(const Philox4& mine, int j, int lane) {
   const int src = 4 * j + (lane >> 3);
   Philox4 b;
-  for (int w = 0; w < 4; ++w) b.v[w] = __shfl_sync(0xffffffffu, mine.v[w], src);
+  for (int w = 0; w < 4; ++w) b.v[w] = warp_shfl(mine.v[w], src);
   return sr_lane(b, unsigned(lane & 7));
 }
 
@@ -67,7 +67,7 @@ __global__ void __launch_bounds__(kThreads)
     adamw_kernel(AdamWArrays<WM, MM, VM> a, uint64_t begin, uint64_t end, uint64_t base,
                  const DecayRun* runs, int nruns, AdamWHyper h, Partial* partials) {
   using A = AdamWArrays<WM, MM, VM>;
-  const int lane = int(threadIdx.x & 31u), warp = int(threadIdx.x >> 5);
+  const int lane = lane_id(), warp = warp_id();
   const uint64_t tile = base + uint64_t(blockIdx.x) * kBlockElems + uint64_t(warp) * kWarpElems;
   const uint64_t group = tile / 8 + uint64_t(lane);
   Philox4 bw{}, bm{}, bv{};
@@ -108,7 +108,7 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   if (partials) {
-    const Partial sum = block_sum(acc);
+    const Partial sum = sum_over_block(acc);
     if (threadIdx.x == 0) partials[blockIdx.x] = sum;
   }
 }
@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(kThreads)
     sum_partials(const Partial* partials, size_t n, Partial* out) {
   Partial acc{};
   for (size_t i = threadIdx.x; i < n; i += kThreads) add_to(acc, partials[i]);
-  const Partial sum = block_sum(acc);
+  const Partial sum = sum_over_block(acc);
   if (threadIdx.x == 0) *out = sum;
 }
 
@@ -130,12 +130,12 @@ struct Launch {
   int nruns;
   const AdamWHyper& h;
   Partial* partials;
+  Stream stream;
 
   template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM>
   void run() const {
-    adamw_kernel<WM, MM, VM><<<blocks, kThreads>>>(AdamWArrays<WM, MM, VM>::from(buffers), begin,
-                                                   end, base, runs, nruns, h, partials);
-    check(cudaGetLastError(), "adamw_kernel launch");
+    launch(adamw_kernel<WM, MM, VM>, blocks, kThreads, 0, stream, "adamw_kernel",
+           AdamWArrays<WM, MM, VM>::from(buffers), begin, end, base, runs, nruns, h, partials);
   }
 };
 
@@ -159,7 +159,7 @@ std::vector<DecayRun> decay_runs(const ParamSegment* segs, size_t nseg, size_t b
 
 void adamw_step(const AdamWRule& rule, const AdamWBuffers& buffers, const ParamSegment* segs,
                 size_t nseg, size_t begin, size_t end, const AdamWHyper& hyper,
-                AdamWTelemetry* telemetry) {
+                AdamWTelemetry* telemetry, Stream stream) {
   adamw_check_call("cuda::adamw_step", rule, buffers, segs, nseg, begin, end, hyper);
   if (telemetry) *telemetry = AdamWTelemetry{};
   if (begin == end) return;
@@ -174,31 +174,32 @@ void adamw_step(const AdamWRule& rule, const AdamWBuffers& buffers, const ParamS
   const size_t partial_offset = (runs_bytes + 255) / 256 * 256;
   const size_t bytes = partial_offset + (telemetry ? (blocks + 1) * sizeof(Partial) : 0);
   void* scratch = nullptr;
-  check(cudaMallocAsync(&scratch, bytes, cudaStreamLegacy), "cudaMallocAsync");
+  check(cudaMallocAsync(&scratch, bytes, stream), "cudaMallocAsync");
   char* base_ptr = static_cast<char*>(scratch);
   const DecayRun* d_runs = reinterpret_cast<const DecayRun*>(base_ptr);
   Partial* d_partials = telemetry ? reinterpret_cast<Partial*>(base_ptr + partial_offset) : nullptr;
   try {
-    check(cudaMemcpyAsync(base_ptr, runs.data(), runs_bytes, cudaMemcpyHostToDevice,
-                          cudaStreamLegacy),
+    check(cudaMemcpyAsync(base_ptr, runs.data(), runs_bytes, cudaMemcpyHostToDevice, stream),
           "cudaMemcpyAsync (decay runs)");
-    Launch launch{buffers,          begin, end,       base, unsigned(blocks), d_runs,
-                  int(runs.size()), hyper, d_partials};
-    adamw_dispatch(rule, launch);
+    Launch kernel{buffers,          begin, end,        base,  unsigned(blocks), d_runs,
+                  int(runs.size()), hyper, d_partials, stream};
+    adamw_dispatch(rule, kernel);
     if (telemetry) {
-      sum_partials<<<1, kThreads>>>(d_partials, blocks, d_partials + blocks);
-      check(cudaGetLastError(), "sum_partials launch");
+      launch(sum_partials, 1, kThreads, 0, stream, "sum_partials", d_partials, blocks,
+             d_partials + blocks);
       Partial total{};
-      check(cudaMemcpy(&total, d_partials + blocks, sizeof total, cudaMemcpyDeviceToHost),
-            "cudaMemcpy (telemetry)");
+      check(cudaMemcpyAsync(&total, d_partials + blocks, sizeof total, cudaMemcpyDeviceToHost,
+                            stream),
+            "cudaMemcpyAsync (telemetry)");
+      check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (telemetry)");
       *telemetry = AdamWTelemetry{total.update_sq, total.weight_sq, end - begin,    total.nonzero,
                                   total.erased,    total.m_stalled, total.v_stalled};
     }
   } catch (...) {
-    cudaFreeAsync(scratch, cudaStreamLegacy);
+    cudaFreeAsync(scratch, stream);
     throw;
   }
-  check(cudaFreeAsync(scratch, cudaStreamLegacy), "cudaFreeAsync");
+  check(cudaFreeAsync(scratch, stream), "cudaFreeAsync");
 }
 
 }  // namespace srkit::cuda

@@ -1,11 +1,9 @@
-#include <cuda_runtime.h>
-
 #include <algorithm>
 
 #include "kernels/common/bf16.h"
 #include "kernels/common/sr_bits.h"
 #include "kernels/cuda/cast.h"
-#include "kernels/cuda/device.h"
+#include "kernels/cuda/launch.cuh"
 
 namespace srkit::cuda {
 namespace {
@@ -62,28 +60,25 @@ __global__ void sr_kernel(const float* __restrict__ in, bf16* __restrict__ out, 
 
 }  // namespace
 
-void cast_f32_to_bf16_rn(const float* in, bf16* out, size_t n) {
+void cast_f32_to_bf16_rn(const float* in, bf16* out, size_t n, Stream stream) {
   if (n == 0) return;
-  rn_kernel<<<blocks_for(n), kThreads>>>(in, out, n);
-  check(cudaGetLastError(), "cast_f32_to_bf16_rn kernel launch");
+  launch(rn_kernel, blocks_for(n), kThreads, 0, stream, "cast_f32_to_bf16_rn", in, out, n);
 }
 
-void cast_bf16_to_f32(const bf16* in, float* out, size_t n) {
+void cast_bf16_to_f32(const bf16* in, float* out, size_t n, Stream stream) {
   if (n == 0) return;
-  widen_kernel<<<blocks_for(n), kThreads>>>(in, out, n);
-  check(cudaGetLastError(), "cast_bf16_to_f32 kernel launch");
+  launch(widen_kernel, blocks_for(n), kThreads, 0, stream, "cast_bf16_to_f32", in, out, n);
 }
 
 void cast_f32_to_bf16_sr(const float* in, bf16* out, size_t n, uint64_t seed, RngPurpose purpose,
-                         uint64_t step, uint64_t base_index) {
+                         uint64_t step, uint64_t base_index, Stream stream) {
   check_sr_step("cuda::cast_f32_to_bf16_sr", step);
   if (n == 0) return;
   const uint64_t first_group = base_index / kSrElementsPerPhilox;
   const uint64_t end_group = (base_index + n + kSrElementsPerPhilox - 1) / kSrElementsPerPhilox;
   const uint64_t groups = end_group - first_group;
-  sr_kernel<<<blocks_for(groups), kThreads>>>(in, out, n, seed, purpose, step, base_index,
-                                              first_group, groups);
-  check(cudaGetLastError(), "cast_f32_to_bf16_sr kernel launch");
+  launch(sr_kernel, blocks_for(groups), kThreads, 0, stream, "cast_f32_to_bf16_sr", in, out, n,
+         seed, purpose, step, base_index, first_group, groups);
 }
 
 }  // namespace srkit::cuda

@@ -1,8 +1,8 @@
-#include <cuda_runtime.h>
-
 #include <stdexcept>
 #include <string>
+#include <thread>
 
+#include "kernels/cuda/compat.cuh"
 #include "kernels/cuda/device.h"
 
 namespace srkit::cuda {
@@ -23,6 +23,10 @@ bool device_available(std::string* reason) {
 }
 
 std::string device_description() {
+  if constexpr (emulated()) {
+    return "emulated on CPU (HIP-CPU, " + std::to_string(std::thread::hardware_concurrency()) +
+           " threads)";
+  }
   int dev = 0;
   check(cudaGetDevice(&dev), "cudaGetDevice");
   cudaDeviceProp prop{};
@@ -55,5 +59,17 @@ void copy_to_host(void* dst, const void* src, size_t bytes) {
 }
 
 void synchronize() { check(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
+
+Stream stream_create() {
+  cudaStream_t s = nullptr;
+  check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  return s;
+}
+
+void stream_destroy(Stream stream) { check(cudaStreamDestroy(stream), "cudaStreamDestroy"); }
+
+void stream_synchronize(Stream stream) {
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+}
 
 }  // namespace srkit::cuda

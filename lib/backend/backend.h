@@ -40,6 +40,7 @@
 #include "kernels/common/dtype.h"
 #include "kernels/common/grad_write.h"
 #include "kernels/common/step_record.h"
+#include "kernels/cuda/stream.h"
 #include "lib/backend/attention_sizes.h"
 #include "lib/backend/peak_rate.h"
 
@@ -102,9 +103,9 @@ class Backend {
   // The rate MFU divides by: the CPU's measured sgemm rate, a GPU's datasheet
   // dense bf16 rate. Throws std::invalid_argument when unknown.
   virtual PeakRate peak_rate() = 0;
-  // The native stream (cudaStream_t) a communicator orders its collectives
-  // after; nullptr for the CPU.
-  virtual void* native_stream() const { return nullptr; }
+  // The stream a communicator orders its collectives after
+  // (Communicator::use_stream); nullptr for the CPU.
+  virtual cuda::Stream native_stream() const { return nullptr; }
 
   // ---- memory: zero-initialised, accounted by category ----
   void* allocate(size_t bytes, MemCategory category);

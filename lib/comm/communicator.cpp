@@ -9,13 +9,6 @@
 
 #include "kernels/common/bf16.h"
 
-#if defined(SRKIT_HAVE_MPI)
-#include "lib/mpi/mpi_communicator.h"
-#endif
-#if defined(SRKIT_HAVE_MPI) && defined(SRKIT_HAVE_CUDA)
-#include "lib/cuda/nccl_communicator.h"
-#endif
-
 namespace srkit {
 
 namespace {
@@ -42,38 +35,6 @@ void accumulate(float* acc, const void* src, size_t m, DType dtype) {
 const char* byte_offset(const void* p, size_t elements, DType dtype) {
   return static_cast<const char*>(p) + elements * dtype_size(dtype);
 }
-
-class SingleCommunicator final : public Communicator {
- public:
-  std::string name() const override { return "single"; }
-  int rank() const override { return 0; }
-  int world_size() const override { return 1; }
-  int local_rank() const override { return 0; }
-
-  // With one rank the rank-order sum of one contribution is the contribution and
-  // the mean multiplies by 1/1 = 1 exactly: every reduction is the identity.
-  void all_reduce(void*, size_t, DType, ReduceOp) override {}
-  void reduce_scatter(const void* send, void* recv, size_t count, DType dtype, ReduceOp) override {
-    copy(recv, send, count * dtype_size(dtype));
-  }
-  void all_gather(const void* send, void* recv, size_t count, DType dtype) override {
-    copy(recv, send, count * dtype_size(dtype));
-  }
-  void broadcast(void*, size_t, int root) override {
-    if (root != 0) {
-      throw std::invalid_argument("broadcast: root " + std::to_string(root) +
-                                  " out of range for world size 1");
-    }
-  }
-  void barrier() override {}
-  void check_same_on_all_ranks(const std::string&, const std::string&) override {}
-
- private:
-  void copy(void* dst, const void* src, size_t bytes) {
-    Timed timed(this);
-    if (dst != src && bytes > 0) std::memmove(dst, src, bytes);
-  }
-};
 
 }  // namespace
 
@@ -151,65 +112,6 @@ int launcher_world_size(std::string* source) {
   }
   if (source) source->clear();
   return 1;
-}
-
-std::unique_ptr<Communicator> make_single_communicator() {
-  return std::make_unique<SingleCommunicator>();
-}
-
-#if defined(SRKIT_HAVE_MPI)
-namespace {
-// A launcher that announces W ranks while MPI_Init reports another size means
-// mpirun and the linked MPI library come from different installations: every
-// process would train alone.
-void check_launcher_size(const Communicator& comm) {
-  std::string source;
-  const int announced = launcher_world_size(&source);
-  if (!source.empty() && announced != comm.world_size()) {
-    throw std::runtime_error("launcher announced " + std::to_string(announced) + " ranks (" +
-                             source + ") but MPI reports " + std::to_string(comm.world_size()) +
-                             ": mpirun/srun and the MPI library srkit links do not match");
-  }
-}
-}  // namespace
-#endif
-
-std::unique_ptr<Communicator> make_communicator(const std::string& kind, double timeout_s) {
-  if (kind == "single") return make_single_communicator();
-  if (kind == "auto") {
-    std::string source;
-    const int announced = launcher_world_size(&source);
-    if (announced <= 1) return make_single_communicator();
-#if defined(SRKIT_HAVE_MPI)
-    return make_communicator("mpi", timeout_s);
-#else
-    throw std::runtime_error("launched with world size " + std::to_string(announced) + " (" +
-                             source +
-                             ") but srkit was built without MPI: install libopenmpi-dev and "
-                             "rebuild, or run without mpirun/srun");
-#endif
-  }
-  if (kind == "mpi") {
-#if defined(SRKIT_HAVE_MPI)
-    auto comm = std::make_unique<MpiCommunicator>(timeout_s);
-    check_launcher_size(*comm);
-    return comm;
-#else
-    throw std::runtime_error(
-        "communicator 'mpi': srkit was built without MPI (install libopenmpi-dev and rebuild)");
-#endif
-  }
-  if (kind == "nccl") {
-#if defined(SRKIT_HAVE_MPI) && defined(SRKIT_HAVE_CUDA)
-    auto mpi = std::make_unique<MpiCommunicator>(timeout_s);
-    check_launcher_size(*mpi);
-    return std::make_unique<NcclCommunicator>(std::move(mpi), timeout_s);
-#else
-    throw std::runtime_error(
-        "communicator 'nccl': srkit was built without CUDA and MPI (NCCL needs both)");
-#endif
-  }
-  throw std::invalid_argument("communicator '" + kind + "': expected auto, single, mpi or nccl");
 }
 
 }  // namespace srkit

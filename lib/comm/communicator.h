@@ -1,6 +1,7 @@
 // Communicators: the one interface the trainer uses for data parallelism and
 // ZeRO-1, whatever carries the bytes (nothing, MPI between CPU ranks, NCCL
-// between GPUs).
+// between GPUs). lib/comm/ holds the interface (here), the implementations
+// (single_, mpi_, nccl_communicator) and the factory (make_communicator.cpp).
 //
 // Shared randomness (DESIGN.md) needs every replica to hold the same bits after
 // a reduction, so reductions here are not "whatever the library does": the CPU
@@ -15,6 +16,7 @@
 #include <string>
 
 #include "kernels/common/dtype.h"
+#include "kernels/cuda/stream.h"
 
 namespace srkit {
 
@@ -44,10 +46,12 @@ class Communicator {
   // naming the first rank whose value differs from rank 0's.
   virtual void check_same_on_all_ranks(const std::string& what, const std::string& value) = 0;
 
-  // Orders this communicator's collectives after the work queued on a backend's
-  // stream (Backend::native_stream(); nullptr for the CPU). Communicators of
-  // host memory ignore it.
-  virtual void use_stream(void* /*native_stream*/) {}
+  // Orders this communicator's collectives after a device backend's work: from
+  // now on they are issued on `stream` (after the work already queued there,
+  // never by a device-wide synchronise), and each still returns once its result
+  // is in place. The stream must outlive its use here. CPU communicators have
+  // no device work to order and ignore it.
+  virtual void use_stream(cuda::Stream stream) { static_cast<void>(stream); }
 
   // Wall time spent inside collectives so far.
   double comm_seconds() const { return comm_seconds_; }

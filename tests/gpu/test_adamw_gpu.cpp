@@ -127,12 +127,18 @@ AdamWHyper hyper(uint64_t step) {
   return h;
 }
 
+// The step runs on a stream of its own, synchronised before results are read.
 class AdamWGpu : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     std::string reason;
     if (!cuda::device_available(&reason)) GTEST_SKIP() << reason;
+    stream_ = cuda::stream_create();
   }
+  void TearDown() override {
+    if (stream_) cuda::stream_destroy(stream_);
+  }
+  cuda::Stream stream_ = nullptr;
 };
 
 TEST_P(AdamWGpu, BitIdenticalToCpu) {
@@ -150,7 +156,8 @@ TEST_P(AdamWGpu, BitIdenticalToCpu) {
     AdamWTelemetry tc, tg;
     cpu::adamw_step(rule, host.buffers(0, b), segs.data(), segs.size(), begin, n, h, &tc);
     cuda::adamw_step(rule, device.buffers(), segs.data(), segs.size(), begin, n, h,
-                     step == 2 ? nullptr : &tg);
+                     step == 2 ? nullptr : &tg, stream_);
+    cuda::stream_synchronize(stream_);
     const char* names[6] = {"weights", "grads", "master", "m", "v", "kahan"};
     for (int k = 0; k < 6; ++k) {
       EXPECT_TRUE(device.download(k) == host.arrays[k]) << names[k] << " differ at step " << step;
@@ -179,9 +186,9 @@ TEST(AdamWGpuCalls, RejectsMalformedCallsWithoutTouchingTheDevice) {
   const AdamWRule rule = strategy_from_string("bf16-sr").rule;
   const std::vector<ParamSegment> segs = {{0, 10, true}};
   AdamWBuffers none{};
-  EXPECT_THROW(cuda::adamw_step(rule, none, segs.data(), 1, 0, 10, hyper(1), nullptr),
+  EXPECT_THROW(cuda::adamw_step(rule, none, segs.data(), 1, 0, 10, hyper(1), nullptr, nullptr),
                std::invalid_argument);
-  EXPECT_THROW(cuda::adamw_step(rule, none, segs.data(), 1, 0, 20, hyper(1), nullptr),
+  EXPECT_THROW(cuda::adamw_step(rule, none, segs.data(), 1, 0, 20, hyper(1), nullptr, nullptr),
                std::invalid_argument);
 }
 

@@ -55,12 +55,23 @@ std::vector<float> random_floats(size_t n, uint64_t seed) {
   return v;
 }
 
+// Kernels run on a stream of their own; results are read after it is synchronised.
 class CastGpu : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string reason;
     if (!cuda::device_available(&reason)) GTEST_SKIP() << reason;
+    stream_ = cuda::stream_create();
   }
+  void TearDown() override {
+    if (stream_) cuda::stream_destroy(stream_);
+  }
+  template <typename T>
+  std::vector<T> result(const DeviceArray<T>& out) {
+    cuda::stream_synchronize(stream_);
+    return out.to_host();
+  }
+  cuda::Stream stream_ = nullptr;
 };
 
 const size_t kLengths[] = {1, 7, 64, 2049, (size_t(1) << 22) + 13};
@@ -70,8 +81,8 @@ TEST_F(CastGpu, RoundNearestMatchesCpu) {
     const std::vector<float> x = random_floats(n, n);
     DeviceArray<float> dx(x);
     DeviceArray<bf16> dy(n);
-    cuda::cast_f32_to_bf16_rn(dx.get(), dy.get(), n);
-    const std::vector<bf16> gpu = dy.to_host();
+    cuda::cast_f32_to_bf16_rn(dx.get(), dy.get(), n, stream_);
+    const std::vector<bf16> gpu = result(dy);
     std::vector<bf16> cpu(n);
     cpu::cast_f32_to_bf16_rn(x.data(), cpu.data(), n);
     for (size_t i = 0; i < n; ++i) ASSERT_EQ(gpu[i].bits, cpu[i].bits) << "n " << n << " i " << i;
@@ -84,8 +95,8 @@ TEST_F(CastGpu, WidenMatchesCpu) {
   for (size_t i = 0; i < n; ++i) x[i] = bf16{uint16_t(i)};
   DeviceArray<bf16> dx(x);
   DeviceArray<float> dy(n);
-  cuda::cast_bf16_to_f32(dx.get(), dy.get(), n);
-  const std::vector<float> gpu = dy.to_host();
+  cuda::cast_bf16_to_f32(dx.get(), dy.get(), n, stream_);
+  const std::vector<float> gpu = result(dy);
   std::vector<float> cpu(n);
   cpu::cast_bf16_to_f32(x.data(), cpu.data(), n);
   for (size_t i = 0; i < n; ++i) ASSERT_EQ(float_as_bits(gpu[i]), float_as_bits(cpu[i])) << i;
@@ -98,8 +109,8 @@ TEST_F(CastGpu, StochasticMatchesCpu) {
       const std::vector<float> x = random_floats(n, n + base);
       DeviceArray<float> dx(x);
       DeviceArray<bf16> dy(n);
-      cuda::cast_f32_to_bf16_sr(dx.get(), dy.get(), n, 0xfeedull, kPurpose, 42, base);
-      const std::vector<bf16> gpu = dy.to_host();
+      cuda::cast_f32_to_bf16_sr(dx.get(), dy.get(), n, 0xfeedull, kPurpose, 42, base, stream_);
+      const std::vector<bf16> gpu = result(dy);
       std::vector<bf16> cpu(n);
       cpu::cast_f32_to_bf16_sr(x.data(), cpu.data(), n, 0xfeedull, kPurpose, 42, base);
       for (size_t i = 0; i < n; ++i) {
@@ -119,8 +130,8 @@ TEST_F(CastGpu, StochasticShardMatchesWholeCpu) {
   const std::vector<float> shard(x.begin() + cut, x.end());
   DeviceArray<float> dx(shard);
   DeviceArray<bf16> dy(shard.size());
-  cuda::cast_f32_to_bf16_sr(dx.get(), dy.get(), shard.size(), 9, kPurpose, 1, cut);
-  const std::vector<bf16> gpu = dy.to_host();
+  cuda::cast_f32_to_bf16_sr(dx.get(), dy.get(), shard.size(), 9, kPurpose, 1, cut, stream_);
+  const std::vector<bf16> gpu = result(dy);
   for (size_t i = 0; i < shard.size(); ++i) ASSERT_EQ(gpu[i].bits, whole[cut + i].bits) << i;
 }
 

@@ -21,7 +21,7 @@
 
 #include "kernels/common/bf16.h"
 #include "lib/comm/communicator.h"
-#include "lib/mpi/mpi_communicator.h"
+#include "lib/comm/mpi_communicator.h"
 
 namespace srkit::mpi_test {
 

@@ -1,4 +1,4 @@
-#include "lib/mpi/mpi_communicator.h"
+#include "lib/comm/mpi_communicator.h"
 
 #include <cstdint>
 #include <cstdio>

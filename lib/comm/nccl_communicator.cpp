@@ -1,16 +1,13 @@
-// Compiled with the CUDA backend; NCCL is bootstrapped through MPI, so without MPI
-// this file is empty and make_communicator("nccl") says why.
-#if defined(SRKIT_HAVE_MPI)
+// Built with CUDA and MPI (NCCL is bootstrapped through MPI); otherwise
+// make_communicator("nccl") says why. In the CPU emulation <nccl.h> is the
+// emulated world of one (kernels/cuda/emu/include/nccl.h).
+#include "lib/comm/nccl_communicator.h"
 
-#include "lib/cuda/nccl_communicator.h"
-
-#include <cublasLt.h>
-#include <cuda_runtime.h>
 #include <nccl.h>
 
-#include <algorithm>
 #include <stdexcept>
 
+#include "kernels/cuda/compat.cuh"
 #include "kernels/cuda/device.h"
 
 namespace srkit {
@@ -18,16 +15,10 @@ namespace srkit {
 namespace {
 
 ncclDataType_t nccl_type(DType t) { return t == DType::kF32 ? ncclFloat32 : ncclBfloat16; }
-cudaDataType_t cuda_type(DType t) { return t == DType::kF32 ? CUDA_R_32F : CUDA_R_16BF; }
+ncclRedOp_t nccl_op(ReduceOp op) { return op == ReduceOp::kSum ? ncclSum : ncclAvg; }
 
 [[noreturn]] void throw_nccl(const char* what, ncclResult_t r) {
   throw std::runtime_error(std::string(what) + " failed: " + ncclGetErrorString(r));
-}
-
-void check_lt(cublasStatus_t s, const char* what) {
-  if (s != CUBLAS_STATUS_SUCCESS) {
-    throw std::runtime_error(std::string(what) + " failed: cuBLAS status " + std::to_string(s));
-  }
 }
 
 }  // namespace
@@ -52,10 +43,7 @@ NcclCommunicator::NcclCommunicator(std::unique_ptr<MpiCommunicator> mpi, double 
     mpi_->broadcast(&id, sizeof id, 0);
     cudaStream_t stream = nullptr;
     cuda::check(cudaStreamCreate(&stream), "cudaStreamCreate");
-    stream_ = stream;
-    cublasLtHandle_t lt = nullptr;
-    check_lt(cublasLtCreate(&lt), "cublasLtCreate");
-    lt_ = lt;
+    own_stream_ = stream_ = stream;
     // Non-blocking: every NCCL call returns at once and the host polls the
     // communicator's state, so that a missing peer ends in a timeout, not a hang.
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
@@ -88,12 +76,8 @@ void NcclCommunicator::release() noexcept {
     }
     comm_ = nullptr;
   }
-  if (lt_) cublasLtDestroy(lt_);
-  if (scratch_) cudaFree(scratch_);
-  if (stream_) cudaStreamDestroy(stream_);
-  lt_ = nullptr;
-  scratch_ = nullptr;
-  stream_ = nullptr;
+  if (own_stream_) cudaStreamDestroy(own_stream_);
+  own_stream_ = stream_ = nullptr;
 }
 
 void NcclCommunicator::abort_timeout(const char* what) {
@@ -130,56 +114,11 @@ void NcclCommunicator::wait_stream(const char* what) {
   }
 }
 
-void* NcclCommunicator::scratch(size_t bytes) {
-  if (bytes > scratch_bytes_) {
-    if (scratch_) cuda::check(cudaFree(scratch_), "cudaFree");
-    scratch_ = nullptr;
-    scratch_bytes_ = 0;
-    cuda::check(cudaMalloc(&scratch_, bytes), "cudaMalloc (nccl scratch)");
-    scratch_bytes_ = bytes;
-  }
-  return scratch_;
-}
-
-void NcclCommunicator::scale_by_inverse_world(void* dst, const void* src, size_t n, DType dtype) {
-  // lib/ is compiled by the host compiler, so the element-wise scale is cuBLASLt's
-  // matrix transform C = alpha * A (+ beta * B, B absent as beta = 0) over a
-  // column vector: fp32 scale type, so each element is computed as
-  // float(a) * (1.0f / W) in fp32 and rounded once to the output type.
-  const float alpha = 1.0f / static_cast<float>(world_size());
-  const float beta = 0.0f;
-  cublasLtMatrixTransformDesc_t desc = nullptr;
-  check_lt(cublasLtMatrixTransformDescCreate(&desc, CUDA_R_32F),
-           "cublasLtMatrixTransformDescCreate");
-  const size_t es = dtype_size(dtype);
-  constexpr size_t kChunk = size_t(1) << 28;  // rows per call: the kernels index with int
-  cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
-  for (size_t off = 0; off < n && status == CUBLAS_STATUS_SUCCESS; off += kChunk) {
-    const size_t m = std::min(kChunk, n - off);
-    cublasLtMatrixLayout_t layout = nullptr;
-    status = cublasLtMatrixLayoutCreate(&layout, cuda_type(dtype), m, 1, static_cast<int64_t>(m));
-    if (status != CUBLAS_STATUS_SUCCESS) break;
-    status = cublasLtMatrixTransform(lt_, desc, &alpha, static_cast<const char*>(src) + off * es,
-                                     layout, &beta, nullptr, nullptr,
-                                     static_cast<char*>(dst) + off * es, layout, stream_);
-    cublasLtMatrixLayoutDestroy(layout);
-  }
-  cublasLtMatrixTransformDescDestroy(desc);
-  check_lt(status, "cublasLtMatrixTransform (mean scale)");
-}
-
 void NcclCommunicator::all_reduce(void* buf, size_t n, DType dtype, ReduceOp op) {
   Timed timed(this);
   if (n == 0) return;
-  if (op == ReduceOp::kSum) {
-    wait_issued("all_reduce",
-                ncclAllReduce(buf, buf, n, nccl_type(dtype), ncclSum, comm_, stream_));
-  } else {
-    void* sum = scratch(n * dtype_size(dtype));
-    wait_issued("all_reduce",
-                ncclAllReduce(buf, sum, n, nccl_type(dtype), ncclSum, comm_, stream_));
-    scale_by_inverse_world(buf, sum, n, dtype);
-  }
+  wait_issued("all_reduce",
+              ncclAllReduce(buf, buf, n, nccl_type(dtype), nccl_op(op), comm_, stream_));
   wait_stream("all_reduce");
 }
 
@@ -187,10 +126,8 @@ void NcclCommunicator::reduce_scatter(const void* send, void* recv, size_t count
                                       ReduceOp op) {
   Timed timed(this);
   if (count == 0) return;
-  void* out = op == ReduceOp::kSum ? recv : scratch(count * dtype_size(dtype));
   wait_issued("reduce_scatter",
-              ncclReduceScatter(send, out, count, nccl_type(dtype), ncclSum, comm_, stream_));
-  if (op == ReduceOp::kMean) scale_by_inverse_world(recv, out, count, dtype);
+              ncclReduceScatter(send, recv, count, nccl_type(dtype), nccl_op(op), comm_, stream_));
   wait_stream("reduce_scatter");
 }
 
@@ -224,5 +161,3 @@ void NcclCommunicator::check_same_on_all_ranks(const std::string& what, const st
 }
 
 }  // namespace srkit
-
-#endif  // SRKIT_HAVE_MPI

@@ -3,16 +3,18 @@
 // Plain C++ header: no CUDA or NCCL headers leak into callers.
 //
 // Buffers passed to the collectives are device pointers on this rank's GPU
-// (cudaSetDevice(local_rank % device count) in the constructor). A collective runs
-// on the communicator's own stream, created as a blocking stream so that it
-// starts after work already queued on the legacy default stream; callers that
-// produce the buffers on other streams synchronise them first. Every collective
-// returns only when its result is in place.
+// (cudaSetDevice(local_rank % device count) in the constructor). Collectives run
+// on the stream given to use_stream() (the backend's: they start after the work
+// already queued there), or until then on the communicator's own stream, created
+// as a blocking stream so that it starts after work already queued on the legacy
+// default stream. Every collective returns only when its result is in place; it
+// waits for its stream, never for the whole device.
 //
 // Numerics differ from the CPU communicators: NCCL reduces in its own order (ring
-// or tree, chosen per communicator and message size) and, for bf16, rounds partial
-// sums to bf16 between steps. That order is the same on every rank and the result
-// of an all_reduce is distributed, not recomputed, so all ranks still end with
+// or tree, chosen per communicator and message size), for bf16 rounds partial
+// sums to bf16 between steps, and a mean is NCCL's ncclAvg (its own placement of
+// the 1/W scaling). That order is the same on every rank and the result of an
+// all_reduce is distributed, not recomputed, so all ranks still end with
 // identical bits, which is what shared randomness needs; they are not the bits of
 // the CPU rank-order sum.
 //
@@ -26,12 +28,11 @@
 #include <memory>
 #include <string>
 
+#include "kernels/cuda/stream.h"
 #include "lib/comm/communicator.h"
-#include "lib/mpi/mpi_communicator.h"
+#include "lib/comm/mpi_communicator.h"
 
 struct ncclComm;
-struct CUstream_st;
-struct cublasLtContext;
 
 namespace srkit {
 
@@ -49,7 +50,9 @@ class NcclCommunicator final : public Communicator {
   int local_rank() const override { return mpi_->local_rank(); }
   int device() const { return device_; }
 
-  // kMean: ncclSum, then one fp32 multiply by (1.0f / W) rounded to the buffer's type.
+  void use_stream(cuda::Stream stream) override { stream_ = stream; }
+
+  // kMean: ncclAvg.
   void all_reduce(void* buf, size_t n, DType dtype, ReduceOp op) override;
   void reduce_scatter(const void* send, void* recv, size_t count, DType dtype,
                       ReduceOp op) override;
@@ -68,19 +71,14 @@ class NcclCommunicator final : public Communicator {
   // Waits until everything queued on the stream has finished.
   void wait_stream(const char* what);
   [[noreturn]] void abort_timeout(const char* what);
-  // dst = src * (1.0f / W), n elements, on the stream (src and dst do not overlap).
-  void scale_by_inverse_world(void* dst, const void* src, size_t n, DType dtype);
-  void* scratch(size_t bytes);  // grows on demand, kept for later calls
-  void release() noexcept;      // destroys whatever the constructor created
+  void release() noexcept;  // destroys whatever the constructor created
 
   std::unique_ptr<MpiCommunicator> mpi_;
   double timeout_s_;
   int device_ = 0;
   ncclComm* comm_ = nullptr;
-  CUstream_st* stream_ = nullptr;
-  cublasLtContext* lt_ = nullptr;
-  void* scratch_ = nullptr;
-  size_t scratch_bytes_ = 0;
+  cuda::Stream own_stream_ = nullptr;  // created here; the default for stream_
+  cuda::Stream stream_ = nullptr;      // where collectives are issued
 };
 
 }  // namespace srkit

@@ -1,0 +1,46 @@
+// The one way the project launches a kernel:
+//   srkit::cuda::launch(kernel, grid, block, shared_bytes, stream, "name", args...);
+// It enqueues kernel(args...) on `stream` and checks the launch in one place: a
+// rejected launch throws std::runtime_error naming the kernel. The real build
+// uses <<<>>>; the emulation (SRKIT_CUDA_EMU) queues the kernel on the HIP CPU
+// runtime's stream after checking the configuration a GPU would refuse, so that
+// a bad grid fails in emulation too.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+#include "kernels/cuda/compat.cuh"
+
+namespace srkit::cuda {
+
+// Throws std::runtime_error "<name> launch failed: <error>" when code != cudaSuccess.
+void check_launch(int code, const char* name);
+
+#if defined(SRKIT_CUDA_EMU)
+// cudaErrorInvalidConfiguration unless grid and block are within CUDA's limits
+// (block: 1..1024 threads, x, y <= 1024, z <= 64; grid: x < 2^31, y, z <= 65535;
+// dynamic shared memory <= 48 KiB, the limit without an opt-in).
+int emulated_launch_status(dim3 grid, dim3 block, size_t shared_bytes);
+#endif
+
+template <typename... Params, typename... Args>
+void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes, Stream stream,
+            const char* name, Args&&... args) {
+  static_assert(sizeof...(Params) == sizeof...(Args), "launch: wrong number of kernel arguments");
+#if defined(SRKIT_CUDA_EMU)
+  check_launch(emulated_launch_status(grid, block, shared_bytes), name);
+  // Arguments are converted to the kernel's parameter types here, as <<<>>> does.
+  hipLaunchKernelGGL(kernel, grid, block, static_cast<std::uint32_t>(shared_bytes), stream,
+                     static_cast<Params>(std::forward<Args>(args))...);
+#else
+  // clang-format would split the launch chevrons.
+  // clang-format off
+  kernel<<<grid, block, shared_bytes, stream>>>(std::forward<Args>(args)...);
+  // clang-format on
+  check_launch(cudaGetLastError(), name);
+#endif
+}
+
+}  // namespace srkit::cuda
