@@ -41,6 +41,7 @@
 #include "kernels/common/sr_bits.h"
 #include "kernels/common/step_record.h"
 #include "lib/backend/backend.h"
+#include "tests/conformance/backend_model_suite.h"
 #include "tests/conformance/compare.h"
 #include "tests/conformance/device_array.h"
 #include "tests/conformance/fixture.h"
@@ -1486,6 +1487,9 @@ TEST_P(BackendAdamW, ClipNotOkChangesNothing) {
 // The AdamW rules the suite steps: every weight mode, and SR moments.
 inline const std::vector<std::string> kAdamWSpecs = {
     "fp32", "mixed", "bf16", "bf16-sr", "bf16-kahan", "bf16-rem16", "bf16-sr:mround=sr,vround=sr"};
+// The strategies the whole model trains with: fp32, bf16 with SR, bf16 weights
+// over an fp32 master.
+inline const std::vector<std::string> kModelStrategies = {"fp32", "bf16-sr", "mixed"};
 
 }  // namespace srkit::conformance
 
@@ -1503,6 +1507,10 @@ inline const std::vector<std::string> kAdamWSpecs = {
   INSTANTIATE_TEST_SUITE_P(prefix, BackendAdamW,                                             \
                            ::testing::Combine(::testing::Values(std::string(device)),        \
                                               ::testing::ValuesIn(kAdamWSpecs)),             \
+                           spec_param_name);                                                 \
+  INSTANTIATE_TEST_SUITE_P(prefix, BackendModel,                                             \
+                           ::testing::Combine(::testing::Values(std::string(device)),        \
+                                              ::testing::ValuesIn(kModelStrategies)),        \
                            spec_param_name);                                                 \
   }                                                                                          \
   static_assert(true)

@@ -95,6 +95,8 @@ class BackendStrategy : public ::testing::TestWithParam<std::tuple<std::string, 
 };
 // The AdamW step of every weight and moment mode.
 class BackendAdamW : public BackendStrategy {};
+// The whole model (tests/conformance/backend_model_suite.h).
+class BackendModel : public BackendStrategy {};
 
 inline std::string sanitize(const std::string& s) {
   std::string out;

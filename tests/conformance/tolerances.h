@@ -58,4 +58,29 @@ constexpr double kCrossEntropyBf16Ulps = 1.0;
 // relative.
 constexpr double kTelemetrySumRel = 1e-5;
 
+// ---- the whole model (tests/conformance/backend_model_suite.h) ----
+// Loss of a micro-batch: fp32 storage compounds the per-op bounds above through
+// ~20 ops; bf16 storage rounds every activation, so a one-ulp difference in one
+// op's output (2^-8 relative) moves the loss by a fraction of that.
+constexpr double kModelLossRelF32 = 1e-5;
+constexpr double kModelLossRelBf16 = 4e-3;
+// Gradients after two micro-batches, per element, relative to the largest
+// gradient magnitude of the model: fp32 1e-4 (the per-op bounds, compounded);
+// bf16 2^-4 (every activation and gradient is rounded to 8 significant bits,
+// and a one-ulp difference early in the backward pass is carried down the
+// layers).
+constexpr double kModelGradRelF32 = 1e-4;
+constexpr double kModelGradRelBf16 = 1.0 / 16;
+// Weights after three AdamW steps with lr kModelLr. Where the gradients agree
+// closely, the updates do too; where a gradient is near zero its normalised
+// update m / sqrt(v) may even change sign, and AdamW bounds each update by about
+// lr. So: every weight within kModelWeightsLooseLr * lr (+ 2 bf16 ulps where
+// the weights are bf16: with SR the same random bits may round a slightly
+// different value to the other neighbour), and at least kModelWeightsTightShare
+// of them within kModelWeightsTightLr * lr (+ 1 bf16 ulp).
+constexpr float kModelLr = 1e-3f;
+constexpr double kModelWeightsLooseLr = 6.0;  // 3 steps, each at most ~lr either way
+constexpr double kModelWeightsTightLr = 0.05;
+constexpr double kModelWeightsTightShare = 0.98;
+
 }  // namespace srkit::conformance
