@@ -45,6 +45,7 @@ ScopedPhase::~ScopedPhase() {
   nvtxRangePop();
 #endif
   if (timers_) {
+    timers_->sync();
     const auto end = std::chrono::steady_clock::now();
     timers_->add(phase_, std::chrono::duration<double>(end - start_).count());
   }

@@ -1,10 +1,12 @@
 // Phase timing: one scope marks a phase (forward, backward, optimizer,
 // communication...). It opens an NVTX range, so `nsys profile` shows the phases
 // in Nsight Systems, and it adds wall time to a per-phase table that CPU runs and
-// sr-bench --phases print.
+// sr-bench --phases print. On an asynchronous device the table measures the
+// device only when the timers synchronise at each phase end (set_sync).
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -17,6 +19,13 @@ class PhaseTimers {
     long calls = 0;
   };
   void add(const std::string& phase, double seconds);
+  // Called at the end of every phase before its time is taken: a device
+  // backend's synchronize, so that a phase's time is the device's time for its
+  // work rather than the host's time to queue it (unset: host time).
+  void set_sync(std::function<void()> sync) { sync_ = std::move(sync); }
+  void sync() const {
+    if (sync_) sync_();
+  }
   const std::map<std::string, Stat>& stats() const { return stats_; }
   double total_seconds() const;
   void reset() { stats_.clear(); }
@@ -25,6 +34,7 @@ class PhaseTimers {
 
  private:
   std::map<std::string, Stat> stats_;
+  std::function<void()> sync_;
 };
 
 // RAII: NVTX push/pop plus timing into `timers` (may be null: NVTX only).

@@ -38,6 +38,8 @@ int run_train(const TrainArgs& a) {
     throw std::invalid_argument("--mem-limit-mb must be >= 0 (0: no limit)");
   }
   o.mem_limit_bytes = size_t(a.mem_limit_mb * 1048576.0);
+  // On an asynchronous device a phase's host time is only its queueing time.
+  o.sync_phases = a.phases;
   o.validate_and_complete();  // every flag checked before the first cell runs
 
   const TrainMatrixResult r = run_train_matrix(o, stderr);

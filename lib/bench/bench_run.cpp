@@ -22,6 +22,7 @@ TrainConfig bench_train_config(const GPTConfig& model, const PrecisionStrategy& 
   c.threads = settings.threads;
   c.seed = settings.seed;
   c.mem_limit_bytes = settings.mem_limit_bytes;
+  c.sync_phases = settings.sync_phases;
   c.strategy = strategy;
   c.batch = batch;
   c.seq_len = seq_len;

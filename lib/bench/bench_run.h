@@ -19,6 +19,8 @@ struct BenchRunSettings {
   // Backend allocation limit (0: none): past it the run throws OutOfMemory,
   // which is how sr-bench plants an out-of-memory cell.
   size_t mem_limit_bytes = 0;
+  // Device time per phase (TrainConfig::sync_phases), for --phases.
+  bool sync_phases = false;
 };
 
 // A TrainConfig whose model_config() has exactly `model`'s shape (its preset

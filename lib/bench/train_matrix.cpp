@@ -68,7 +68,7 @@ CellResult run_cell(const TrainMatrixOptions& o, const std::string& model,
   cell.num_params = ParamLayout(mc).num_params();
   cell.step_flops = train_step_flops(mc, batch, cell.seq_len);
 
-  const BenchRunSettings settings{o.device, o.threads, o.seed, o.mem_limit_bytes};
+  const BenchRunSettings settings{o.device, o.threads, o.seed, o.mem_limit_bytes, o.sync_phases};
   try {
     const RunSummary r = run_bench_training(mc, strategy, batch, cell.seq_len,
                                             uint64_t(o.warmup + o.steps), settings);

@@ -26,6 +26,7 @@ struct TrainMatrixOptions {
   int threads = 0;             // 0: OpenMP default
   size_t mem_limit_bytes = 0;  // planted allocation limit; 0: none
   double peak_gflops = 0.0;    // > 0 overrides the measured / datasheet peak
+  bool sync_phases = false;    // device time per phase (--phases)
   uint64_t seed = 1337;
 
   static constexpr int kDefaultSeqLen = 256;

@@ -55,7 +55,10 @@ struct TrainConfig {
   std::string resume;            // checkpoint file or directory (latest in it)
   int sample_tokens = 96;        // generated after training; 0 = none
   bool quiet = false;            // no progress lines (tables and errors only)
-  size_t mem_limit_bytes = 0;    // backend allocation limit (Backend::set_memory_limit); 0 = none
+  // Synchronise the backend at the end of every phase, so the phase table holds
+  // device time on an asynchronous device (costs the host/device overlap).
+  bool sync_phases = false;
+  size_t mem_limit_bytes = 0;  // backend allocation limit (Backend::set_memory_limit); 0 = none
 
   // distributed (docs/distributed.md): every rank runs the same config
   std::string comm = "auto";       // auto | single | mpi | nccl (make_communicator)

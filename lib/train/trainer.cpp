@@ -215,6 +215,7 @@ void Trainer::State::set_up() {
   if (c_.mem_limit_bytes > 0) backend_->set_memory_limit(c_.mem_limit_bytes);
   model_ = std::make_unique<GPT>(*backend_, mc, c_.strategy.weights(), c_.strategy.compute);
   model_->set_timers(&timers_);
+  if (c_.sync_phases) timers_.set_sync([this] { backend_->synchronize(); });
   model_->init_weights(c_.seed);
   dp_ = std::make_unique<DataParallel>(comm, *model_, c_.zero, c_.grad_accum, &timers_);
   optimizer_ = std::make_unique<Optimizer>(*model_, c_.strategy, sr_seed_of_rank(c_, rank_),
