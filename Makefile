@@ -13,7 +13,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 EMU_BUILD_DIR ?= build-emu
 HIP_CPU_DIR ?=
 
-.PHONY: all deps configure build test test-gpu test-emu gpu-check run bench format format-check clean
+.PHONY: all deps configure build test test-gpu test-emu gpu-check gpu-bundle run bench format format-check clean
 
 all: build
 
@@ -59,6 +59,12 @@ test-emu: deps
 # On a GPU machine: CUDA build, GPU tests, CUDA kernel benchmark, a table last.
 gpu-check:
 	bash bench/gpu/run_gpu_checks.sh
+
+# On the build machine: the GPU checks as a portable folder (gpu-bundle/, at
+# most 64 MiB) for a GPU node without srkit's build dependencies; there:
+# bash gpu-bundle/run.sh (bench/gpu/README.md).
+gpu-bundle: deps
+	bash bench/gpu/make_bundle.sh
 
 # The main job on a built-in default: every precision strategy trains the same
 # small GPT on the built-in synthetic corpus with the same seed; the table shows

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# run.sh of the srkit GPU bundle (made by `make gpu-bundle`, bench/gpu/README.md).
+# On a GPU node with the NVIDIA driver and a CUDA 13 runtime + cuBLASLt (from
+# the toolkit or the pip NVIDIA packages), and nothing else of srkit's:
+#   bash run.sh [RESULTS_DIR]          # default: ./results
+# It records an inventory, runs every GPU test (the conformance suite's cuda
+# instance and the GPU training tests: a skipped test is a failure here), runs
+# compute-sanitizer memcheck on a subset, the kernel and training benchmarks,
+# and writes at most 8 result files, summary.md (a short table) last. It stops
+# at once, naming why, where there is no GPU or a library is missing.
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+out="$(mkdir -p "${1:-results}" && cd "${1:-results}" && pwd)"
+start=$(date +%s)
+summary="$out/summary.md"
+rows=()
+row() { rows+=("| $1 | $2 |"); }
+write_summary() {
+  {
+    echo "# srkit GPU bundle: $(date -u +%Y-%m-%dT%H:%MZ), $(($(date +%s) - start)) s"
+    echo
+    echo "| check | result |"
+    echo "|---|---|"
+    printf '%s\n' "${rows[@]}"
+  } >"$summary"
+  cat "$summary"
+}
+fail() {
+  echo "srkit gpu bundle: $*" >&2
+  row "stopped" "$*"
+  write_summary
+  exit 2
+}
+
+# ---- 1. the device and the libraries --------------------------------------------
+inventory="$out/inventory.txt"
+{
+  echo "host: $(uname -n) $(uname -r)"
+  echo "cpu: $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ //')"
+  cat "$here/BUILD.txt" 2>/dev/null
+} >"$inventory"
+if ! command -v nvidia-smi >/dev/null 2>&1; then
+  fail "no GPU: nvidia-smi not found (no NVIDIA driver on this machine)"
+fi
+gpus="$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1)"
+if [ $? -ne 0 ] || [ -z "$gpus" ]; then
+  fail "no GPU: nvidia-smi lists no device ($(echo "$gpus" | head -1))"
+fi
+echo "gpus: $gpus" >>"$inventory"
+
+# Directories that may hold the CUDA 13 runtime, cuBLASLt and NCCL: the
+# toolkit, the system, and the pip NVIDIA packages of any python3 present.
+dirs=()
+for d in ${CUDA_HOME:+$CUDA_HOME/lib64} /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
+  /usr/local/cuda-13*/lib64 /usr/lib/x86_64-linux-gnu /usr/lib64; do
+  [ -d "$d" ] && dirs+=("$d")
+done
+if command -v python3 >/dev/null 2>&1; then
+  while IFS= read -r d; do [ -d "$d" ] && dirs+=("$d"); done < <(python3 - <<'EOF' 2>/dev/null
+import glob, site, sys
+roots = site.getsitepackages() + [site.getusersitepackages()] + sys.path
+for r in roots:
+    for d in sorted(glob.glob(r + "/nvidia/*/lib")) + sorted(glob.glob(r + "/nvidia/cu*/lib")):
+        print(d)
+EOF
+)
+fi
+libpath="$here/lib"
+for lib in libcudart.so.13 libcublasLt.so.13 libcublas.so.13 libnccl.so.2; do
+  found=""
+  for d in "${dirs[@]}"; do
+    if [ -e "$d/$lib" ]; then found="$d"; break; fi
+  done
+  [ -n "$found" ] || fail "$lib not found (looked in: ${dirs[*]}); set CUDA_HOME or install the CUDA 13 toolkit or the pip NVIDIA packages"
+  echo "$lib: $found" >>"$inventory"
+  case ":$libpath:" in *":$found:"*) ;; *) libpath="$libpath:$found" ;; esac
+done
+export LD_LIBRARY_PATH="$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+for b in "$here"/bin/*; do
+  missing="$(ldd "$b" 2>&1 | grep 'not found')"
+  [ -z "$missing" ] || fail "$(basename "$b") cannot load: $(echo "$missing" | head -1 | xargs)"
+done
+row "device" "$(echo "$gpus" | head -1)"
+
+# ---- 2. every GPU test: a skip is a failure -------------------------------------
+tests_log="$out/gpu-tests.log"
+timeout 300 "$here/bin/srkit_gpu_bundle_tests" --gtest_color=no >"$tests_log.full" 2>&1
+tests_rc=$?
+passed=$(grep -c '^\[       OK \]' "$tests_log.full")
+failed=$(grep -c '^\[  FAILED  \].*(' "$tests_log.full")
+skipped=$(grep -c '^\[  SKIPPED \]' "$tests_log.full")
+{
+  grep -E '^\[  (FAILED|SKIPPED) \]' "$tests_log.full" | head -60
+  echo "..."
+  tail -150 "$tests_log.full"
+} >"$tests_log"
+rm -f "$tests_log.full"
+tests_ok=$([ $tests_rc -eq 0 ] && [ "$skipped" -eq 0 ] && echo yes || echo no)
+row "GPU tests (conformance suite on cuda, training on cuda vs cpu)" \
+  "$passed passed, $failed failed, $skipped skipped (rc $tests_rc): $([ "$tests_ok" = yes ] && echo PASS || echo FAIL)"
+
+# ---- 3. compute-sanitizer memcheck on a subset ------------------------------------
+sanitizer_log="$out/memcheck.log"
+if command -v compute-sanitizer >/dev/null 2>&1; then
+  timeout 150 compute-sanitizer --tool memcheck --error-exitcode 3 \
+    "$here/bin/srkit_gpu_bundle_tests" --gtest_color=no \
+    --gtest_filter='cuda/BackendOpsDtype.*:cuda/BackendOps.*:AdamWGpu*:CastGpu*' >"$sanitizer_log" 2>&1
+  san_rc=$?
+  errors=$(grep -m1 -E 'ERROR SUMMARY' "$sanitizer_log" || echo "no summary")
+  row "compute-sanitizer memcheck (ops, AdamW, casts)" "rc $san_rc, $errors"
+else
+  echo "compute-sanitizer not found" >"$sanitizer_log"
+  row "compute-sanitizer memcheck" "not run: compute-sanitizer not found"
+fi
+
+# ---- 4. kernel benchmark: casts and SR-AdamW against a same-run D2D copy ---------
+kernels_json="$out/kernels.json"
+timeout 90 "$here/bin/bench_cuda_kernels" --benchmark_min_time=0.1 \
+  --benchmark_out="$kernels_json" --benchmark_out_format=json >/dev/null 2>&1
+row "kernel benchmark" "rc $?, $(grep -c '"name"' "$kernels_json" 2>/dev/null || echo 0) entries (kernels.json)"
+
+# ---- 5. training benchmark and the memory model ----------------------------------
+train_md="$out/train.md"
+train_json="$out/train.json"
+strategies="fp32,amp,mixed,bf16,bf16-sr,bf16-kahan"
+timeout 240 "$here/bin/sr-bench" train --device cuda --models gpt2-124m,gpt2-350m \
+  --strategies "$strategies" --batches 16 --seq-len 1024 --warmup 2 --steps 4 --phases \
+  --json "$train_json" >"$train_md" 2>&1
+train_rc=$?
+timeout 30 "$here/bin/sr-bench" memory --device cuda --models gpt2-124m,gpt2-350m \
+  --strategies "$strategies" --batches 16 --seq-len 1024 >>"$train_md" 2>&1
+row "training benchmark (gpt2-124m, gpt2-350m; B=16, T=1024)" "rc $train_rc (train.md, train.json)"
+if [ -s "$train_json" ] && command -v python3 >/dev/null 2>&1; then
+  while IFS= read -r line; do rows+=("$line"); done < <(python3 - "$train_json" <<'EOF'
+import json, sys
+cells = json.load(open(sys.argv[1])).get("cells", [])
+for c in cells:
+    if c.get("status") != "ok":
+        print(f"| {c['model']} {c['strategy']} | {c.get('status')}: {c.get('message', '')[:80]} |")
+        continue
+    peak = c["peak_bytes"]["total"] / 2**30
+    vs = c.get("speedup_vs_mixed")
+    mem = c.get("memory_vs_mixed")
+    print(f"| {c['model']} {c['strategy']} | {c['ms_per_step']['median']:.1f} ms/step, "
+          f"{c['tokens_per_s']:.0f} tok/s, MFU {100 * c['mfu']:.1f}%, peak {peak:.2f} GiB"
+          + (f"; vs mixed: {vs:.2f}x speed, {mem:.2f}x memory" if vs else "") + " |")
+EOF
+)
+fi
+
+write_summary
+[ "$tests_ok" = yes ] && [ $train_rc -eq 0 ]

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# make gpu-bundle: build srkit's GPU checks on this (build) machine and collect
+# them, with the non-CUDA shared libraries they need, into gpu-bundle/ (at most
+# 64 MiB), plus run.sh, which runs them on a GPU node that has the NVIDIA driver
+# and a CUDA 13 runtime and cuBLASLt but none of srkit's build dependencies.
+# See bench/gpu/README.md.
+#   bash bench/gpu/make_bundle.sh [OUT_DIR] [CUDA_ARCHS]   # defaults: gpu-bundle "90;80"
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out="${1:-gpu-bundle}"
+archs="${2:-90;80}"
+build="${BUNDLE_BUILD_DIR:-build-bundle}"
+limit_mib=64
+export PATH="/usr/local/cuda/bin:$PATH"
+
+launcher=()
+if command -v ccache >/dev/null 2>&1; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+fi
+# No MPI: a GPU node has no mpirun to start ranks (NCCL is bootstrapped
+# through MPI), and OpenMPI's libraries would not fit the bundle.
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DSRKIT_CUDA=ON -DSRKIT_MPI=OFF \
+  -DSRKIT_GPU_BUNDLE=ON "-DCMAKE_CUDA_ARCHITECTURES=$archs" "${launcher[@]}" >/dev/null
+cmake --build "$build" -j "$(nproc)" --target srkit_gpu_bundle_tests sr-bench bench_cuda_kernels
+
+rm -rf "$out"
+mkdir -p "$out/bin" "$out/lib"
+bins=(srkit_gpu_bundle_tests sr-bench bench_cuda_kernels)
+for b in "${bins[@]}"; do
+  cp "$build/bin/$b" "$out/bin/"
+  strip --strip-unneeded "$out/bin/$b"
+done
+# The shared libraries the binaries need, except what the GPU node brings: the
+# CUDA runtime, cuBLAS(Lt) and NCCL (far too large to carry), the driver, and
+# the C library and loader.
+skip='^(libcuda|libcudart|libcublas|libcublasLt|libnccl|libc|libm|libdl|libpthread|librt|ld-linux.*)\.so'
+for b in "${bins[@]}"; do
+  ldd "$build/bin/$b" | awk '/=> \// {print $1, $3}'
+done | sort -u | while read -r name path; do
+  if [[ "$name" =~ $skip ]]; then continue; fi
+  cp -L "$path" "$out/lib/$name"
+done
+strip --strip-unneeded "$out"/lib/*.so* 2>/dev/null || true
+cp bench/gpu/bundle_run.sh "$out/run.sh"
+chmod +x "$out/run.sh"
+cat >"$out/BUILD.txt" <<EOF
+srkit GPU bundle, built $(date -u +%Y-%m-%dT%H:%MZ) from $(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+CUDA architectures: $archs; nvcc: $(nvcc --version | tail -1)
+Run on a GPU node: bash run.sh [RESULTS_DIR]   (bench/gpu/README.md)
+EOF
+
+size_kib=$(du -sk "$out" | cut -f1)
+echo "gpu-bundle: $out, $((size_kib / 1024)) MiB (limit $limit_mib MiB)"
+du -sh "$out"/bin/* "$out"/lib/* | sort -h | tail -6
+if [ "$size_kib" -gt $((limit_mib * 1024)) ]; then
+  echo "gpu-bundle: $out is larger than $limit_mib MiB" >&2
+  exit 1
+fi
