@@ -115,6 +115,10 @@ cudaError_t cudaMallocAsync(T** p, size_t bytes, cudaStream_t stream) {
   return cudaMallocAsync(reinterpret_cast<void**>(p), bytes, stream);
 }
 inline cudaError_t cudaFree(void* p) { return hipFree(p); }
+// Pinned host memory is ordinary memory here; the calls exist so that staging
+// code is the same in both builds.
+inline cudaError_t cudaMallocHost(void** p, size_t bytes) { return hipHostMalloc(p, bytes); }
+inline cudaError_t cudaFreeHost(void* p) { return hipHostFree(p); }
 inline cudaError_t cudaFreeAsync(void* p, cudaStream_t stream) { return hipFreeAsync(p, stream); }
 inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
   return hipMemcpy(dst, src, bytes, kind);

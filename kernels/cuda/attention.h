@@ -1,0 +1,26 @@
+// Causal self-attention on a CUDA device (kernels/cuda/attention.cu):
+// cuBLASLt strided-batched GEMMs for the scores and the weighted values, and a
+// causal softmax kernel with the CPU's element math (exp_poly, max subtracted,
+// probabilities rounded to dt before they weight v). Forward keeps only each
+// row's softmax statistics (kernels/cuda/attention_layout.h); backward
+// recomputes the probabilities from them exactly as forward made them. All
+// scratch lives in the caller's buffer of attention_layout(...).scratch() bytes.
+#pragma once
+
+#include "kernels/common/dtype.h"
+#include "kernels/common/grad_write.h"
+#include "kernels/cuda/attention_layout.h"
+#include "kernels/cuda/gemm.h"
+#include "kernels/cuda/stream.h"
+
+namespace srkit::cuda {
+
+// inp: [B,T,3C] (q,k,v); out: [B,T,C]; state: attention_layout().state_per_layer bytes.
+void attention_forward(Gemm& gemm, DType dt, void* out, void* state, void* scratch,
+                       const void* inp, int B, int T, int C, int NH, Stream stream);
+// dinp: [B,T,3C]; out: forward's output; state: forward's.
+void attention_backward(Gemm& gemm, DType dt, void* dinp, GradWrite dinp_mode, const void* dout,
+                        const void* inp, const void* out, const void* state, void* scratch, int B,
+                        int T, int C, int NH, Stream stream);
+
+}  // namespace srkit::cuda
