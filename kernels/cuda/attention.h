@@ -4,7 +4,9 @@
 // probabilities rounded to dt before they weight v). Forward keeps only each
 // row's softmax statistics (kernels/cuda/attention_layout.h); backward
 // recomputes the probabilities from them exactly as forward made them. All
-// scratch lives in the caller's buffer of attention_layout(...).scratch() bytes.
+// scratch lives in the caller's buffer of attention_layout(...).scratch() bytes,
+// which neither call expects to hold anything from an earlier call. Both throw
+// std::invalid_argument unless B, T, C, NH > 0 and NH divides C.
 #pragma once
 
 #include "kernels/common/dtype.h"
@@ -16,9 +18,11 @@
 namespace srkit::cuda {
 
 // inp: [B,T,3C] (q,k,v); out: [B,T,C]; state: attention_layout().state_per_layer bytes.
-void attention_forward(Gemm& gemm, DType dt, void* out, void* state, void* scratch,
-                       const void* inp, int B, int T, int C, int NH, Stream stream);
-// dinp: [B,T,3C]; out: forward's output; state: forward's.
+void attention_forward(Gemm& gemm, DType dt, void* out, void* state, void* scratch, const void* inp,
+                       int B, int T, int C, int NH, Stream stream);
+// dinp: [B,T,3C], written or accumulated into (rounded once); state:
+// forward's. out (forward's output) is not read: rowsum(P * dP) is summed
+// directly rather than as rowsum(dout * out).
 void attention_backward(Gemm& gemm, DType dt, void* dinp, GradWrite dinp_mode, const void* dout,
                         const void* inp, const void* out, const void* state, void* scratch, int B,
                         int T, int C, int NH, Stream stream);

@@ -21,9 +21,9 @@ struct AttentionSizes {
 //         kernels work in per-thread buffers).
 //   cuda: state = each softmax row's maximum and sum [B,NH,T] x 2 fp32 (the
 //         attention matrix is recomputed in backward); scratch = head-major
-//         q, k, v, output and gradients [B,NH,T,hs] in dt, the scores
-//         [B,NH,T,T] in fp32 and the probabilities [B,NH,T,T] in dt
-//         (kernels/cuda/attention_layout.h).
+//         q, k, v and output (or its gradient) [B,NH,T,hs] in dt, the q, k, v
+//         gradients [B,NH,T,hs] in fp32, the scores [B,NH,T,T] in fp32 and the
+//         probabilities [B,NH,T,T] in dt (kernels/cuda/attention_layout.h).
 AttentionSizes attention_sizes(const std::string& device, DType dt, int B, int T, int C, int NH);
 
 }  // namespace srkit
