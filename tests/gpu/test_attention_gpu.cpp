@@ -4,7 +4,9 @@
 // softmax with masked entries exactly 0, and the state holds each row's max and
 // sum; backward recomputes the same probabilities bit for bit (read back
 // exactly through dv = P^T dy with a one-hot dy); the score gradients it leaves
-// are exactly 0 where masked; and two runs give the same bits.
+// are exactly 0 where masked; two runs give the same bits; and on a sequence
+// longer than two warps (several keys per lane, 128-bit permutes) out and dinp
+// agree with the CPU kernels within the conformance suite's bounds.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "kernels/common/bf16.h"
+#include "kernels/cpu/ops.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/device.h"
 
@@ -204,6 +207,66 @@ TEST_P(AttentionGpu, TwoRunsGiveTheSameBits) {
   }
   const char* names[] = {"out", "state", "dinp"};
   for (size_t k = 0; k < 3; ++k) EXPECT_EQ(results[0][k], results[1][k]) << names[k];
+}
+
+template <typename T>
+void cpu_attention(const std::vector<float>& inp, const std::vector<float>& dy,
+                   const std::vector<float>& old, int b, int t, int c, int nh,
+                   std::vector<float>* out, std::vector<float>* dinp) {
+  auto stored = [](const std::vector<float>& v) {
+    std::vector<T> s(v.size());
+    for (size_t i = 0; i < v.size(); ++i) s[i] = cpu::from_f32<T>(v[i]);
+    return s;
+  };
+  const std::vector<T> x = stored(inp), g = stored(dy);
+  std::vector<T> o(size_t(b) * t * c), att(size_t(b) * nh * t * t), dx = stored(old);
+  cpu::attention_forward(o.data(), att.data(), x.data(), b, t, c, nh);
+  cpu::attention_backward(dx.data(), GradWrite::kAccumulate, g.data(), x.data(), att.data(), b, t,
+                          c, nh);
+  out->assign(o.size(), 0.0f);
+  dinp->assign(dx.size(), 0.0f);
+  for (size_t i = 0; i < o.size(); ++i) (*out)[i] = cpu::to_f32(o[i]);
+  for (size_t i = 0; i < dx.size(); ++i) (*dinp)[i] = cpu::to_f32(dx[i]);
+}
+
+TEST_P(AttentionGpu, MatchesTheCpuOnALongerSequence) {
+  const int b = 1, t = 70, c = 32, nh = 2;  // 70 keys: up to 3 per lane; head rows of 32+ bytes
+  const cuda::AttentionLayout l = cuda::attention_layout(dt(), b, t, c, nh);
+  const auto inp = values(size_t(b) * t * 3 * c, 5, -2.0f, 2.0f);
+  const auto dy = values(size_t(b) * t * c, 6, -1.0f, 1.0f);
+  const auto old = values(size_t(b) * t * 3 * c, 7, -1.0f, 1.0f);
+  DeviceBytes x(to_bytes(dt(), inp)), g(to_bytes(dt(), dy)), dinp(to_bytes(dt(), old));
+  DeviceBytes out(size_t(b) * t * c * dtype_size(dt())), state(l.state_per_layer),
+      scratch(l.scratch());
+  cuda::attention_forward(*gemm_, dt(), out.ptr, state.ptr, scratch.ptr, x.ptr, b, t, c, nh,
+                          stream_);
+  scratch.poison();
+  cuda::attention_backward(*gemm_, dt(), dinp.ptr, GradWrite::kAccumulate, g.ptr, x.ptr, out.ptr,
+                           state.ptr, scratch.ptr, b, t, c, nh, stream_);
+  std::vector<float> want_out, want_dinp;
+  if (dt() == DType::kF32) {
+    cpu_attention<float>(inp, dy, old, b, t, c, nh, &want_out, &want_dinp);
+  } else {
+    cpu_attention<bf16>(inp, dy, old, b, t, c, nh, &want_out, &want_dinp);
+  }
+  const auto got_out = out.host(), got_dinp = dinp.host();
+  // tolerances.h: fp32 1e-5 of the largest magnitude; bf16 one ulp plus 2^-6 of it.
+  auto check = [&](const std::vector<uint8_t>& got, const std::vector<float>& want,
+                   const char* what) {
+    double mx = 0.0;
+    for (float w : want) mx = std::max(mx, std::fabs(double(w)));
+    size_t bad = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      const double w = want[i], v = element(dt(), got, i);
+      const double tol = dt() == DType::kF32 ? 1e-5 * mx : std::ldexp(std::fabs(w), -7) + mx / 64;
+      if (!(std::fabs(v - w) <= tol) && ++bad <= 5) {
+        ADD_FAILURE() << what << " element " << i << ": got " << v << ", CPU " << w;
+      }
+    }
+    EXPECT_EQ(bad, 0u) << what;
+  };
+  check(got_out, want_out, "out");
+  check(got_dinp, want_dinp, "dinp");
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, AttentionGpu, ::testing::Values(DType::kF32, DType::kBF16),
