@@ -36,6 +36,7 @@ static_assert(std::is_same_v<srkit::cuda::Stream, cudaStream_t>,
 #include <hip/hip_runtime.h>
 
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 
@@ -99,22 +100,34 @@ inline cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
 }
 
 // ---- memory ------------------------------------------------------------------
-inline cudaError_t cudaMalloc(void** p, size_t bytes) { return hipMalloc(p, bytes); }
+// cudaMalloc returns memory aligned to at least 256 bytes, and code relies on it
+// (cuBLASLt's algorithms assume 256-byte aligned matrices unless told less);
+// HIP-CPU's hipMalloc is std::malloc (16 bytes). Aligned storage is released by
+// the std::free behind hipFree, as std::aligned_alloc allows.
+inline cudaError_t cudaMalloc(void** p, size_t bytes) {
+  if (!p) return cudaErrorInvalidValue;
+  *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  return *p || bytes == 0 ? cudaSuccess : cudaErrorMemoryAllocation;
+}
 template <typename T>
 cudaError_t cudaMalloc(T** p, size_t bytes) {
-  return hipMalloc(reinterpret_cast<void**>(p), bytes);
+  return cudaMalloc(reinterpret_cast<void**>(p), bytes);
 }
 // hipMallocAsync queues the malloc on the stream and returns before *p is set;
 // cudaMallocAsync sets it at once. Allocate now: the memory then exists before
 // any later work on any stream, which is all stream ordering asks of it.
 inline cudaError_t cudaMallocAsync(void** p, size_t bytes, cudaStream_t) {
-  return hipMalloc(p, bytes);
+  return cudaMalloc(p, bytes);
 }
 template <typename T>
 cudaError_t cudaMallocAsync(T** p, size_t bytes, cudaStream_t stream) {
   return cudaMallocAsync(reinterpret_cast<void**>(p), bytes, stream);
 }
 inline cudaError_t cudaFree(void* p) { return hipFree(p); }
+// Pinned host memory is ordinary memory here; the calls exist so that staging
+// code is the same in both builds.
+inline cudaError_t cudaMallocHost(void** p, size_t bytes) { return hipHostMalloc(p, bytes); }
+inline cudaError_t cudaFreeHost(void* p) { return hipHostFree(p); }
 inline cudaError_t cudaFreeAsync(void* p, cudaStream_t stream) { return hipFreeAsync(p, stream); }
 inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
   return hipMemcpy(dst, src, bytes, kind);

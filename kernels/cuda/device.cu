@@ -72,4 +72,52 @@ void stream_synchronize(Stream stream) {
   check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
 }
 
+void copy_to_device_async(void* dst, const void* host_src, size_t bytes, Stream stream) {
+  check(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream),
+        "cudaMemcpyAsync H2D");
+}
+
+void copy_to_host_async(void* host_dst, const void* src, size_t bytes, Stream stream) {
+  check(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream),
+        "cudaMemcpyAsync D2H");
+}
+
+void copy_device_async(void* dst, const void* src, size_t bytes, Stream stream) {
+  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync D2D");
+}
+
+void fill_zero_async(void* dst, size_t bytes, Stream stream) {
+  check(cudaMemsetAsync(dst, 0, bytes, stream), "cudaMemsetAsync");
+}
+
+void* host_alloc_pinned(size_t bytes) {
+  void* p = nullptr;
+  check(cudaMallocHost(&p, bytes), "cudaMallocHost");
+  return p;
+}
+
+void host_free_pinned(void* p) { check(cudaFreeHost(p), "cudaFreeHost"); }
+
+Event event_create() {
+  cudaEvent_t e = nullptr;
+  check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+  return static_cast<Event>(e);
+}
+
+void event_destroy(Event event) {
+  check(cudaEventDestroy(static_cast<cudaEvent_t>(event)), "cudaEventDestroy");
+}
+
+void event_record(Event event, Stream stream) {
+  check(cudaEventRecord(static_cast<cudaEvent_t>(event), stream), "cudaEventRecord");
+}
+
+void event_synchronize(Event event) {
+  check(cudaEventSynchronize(static_cast<cudaEvent_t>(event)), "cudaEventSynchronize");
+}
+
+void memory_info(size_t* free_bytes, size_t* total_bytes) {
+  check(cudaMemGetInfo(free_bytes, total_bytes), "cudaMemGetInfo");
+}
+
 }  // namespace srkit::cuda

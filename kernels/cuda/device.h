@@ -42,4 +42,28 @@ Stream stream_create();
 void stream_destroy(Stream stream);
 void stream_synchronize(Stream stream);
 
+// Asynchronous copies and fills queued on `stream`. A host source of
+// copy_to_device_async is read when the stream reaches the copy unless it is
+// pinned memory being staged (callers keep it unchanged until an event after
+// the copy has completed); the host destination of copy_to_host_async is
+// valid after a synchronise.
+void copy_to_device_async(void* dst, const void* host_src, size_t bytes, Stream stream);
+void copy_to_host_async(void* host_dst, const void* src, size_t bytes, Stream stream);
+void copy_device_async(void* dst, const void* src, size_t bytes, Stream stream);
+void fill_zero_async(void* dst, size_t bytes, Stream stream);
+
+// Page-locked host memory (plain memory in the emulation), for staging copies.
+void* host_alloc_pinned(size_t bytes);
+void host_free_pinned(void* p);
+
+// Events, as an opaque handle.
+using Event = void*;
+Event event_create();
+void event_destroy(Event event);
+void event_record(Event event, Stream stream);
+void event_synchronize(Event event);
+
+// Free and total device memory in bytes.
+void memory_info(size_t* free_bytes, size_t* total_bytes);
+
 }  // namespace srkit::cuda

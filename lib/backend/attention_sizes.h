@@ -19,11 +19,11 @@ struct AttentionSizes {
 // device: "cpu" or "cuda" (Backend::name()). Throws std::invalid_argument otherwise.
 //   cpu:  state = the attention matrix att [B,NH,T,T] in dt; no scratch (the
 //         kernels work in per-thread buffers).
-//   cuda: state = the log-sum-exp of every softmax row [B,NH,T] in fp32 (the
-//         attention matrix is recomputed in backward); scratch = q, k, v and the
-//         head-major output and its gradient [B,NH,T,hs] in dt, plus the score
-//         matrix [B,NH,T,T] in fp32 and the probabilities [B,NH,T,T] in dt
-//         (see kernels/cuda/attention.cu).
+//   cuda: state = each softmax row's maximum and sum [B,NH,T] x 2 fp32 (the
+//         attention matrix is recomputed in backward); scratch = head-major
+//         q, k, v and output (or its gradient) [B,NH,T,hs] in dt, the q, k, v
+//         gradients [B,NH,T,hs] in fp32, the scores [B,NH,T,T] in fp32 and the
+//         probabilities [B,NH,T,T] in dt (kernels/cuda/attention_layout.h).
 AttentionSizes attention_sizes(const std::string& device, DType dt, int B, int T, int C, int NH);
 
 }  // namespace srkit

@@ -225,5 +225,9 @@ class Backend {
 };
 
 std::unique_ptr<Backend> make_cpu_backend(int threads);
+// Built with the CUDA backend (a GPU, or the CPU emulation of CUDA) only.
+// Throws std::invalid_argument naming --device and the runtime's reason when no
+// device is usable.
+std::unique_ptr<Backend> make_cuda_backend();
 
 }  // namespace srkit

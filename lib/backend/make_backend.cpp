@@ -7,9 +7,14 @@ namespace srkit {
 std::unique_ptr<Backend> make_backend(const std::string& device, int threads) {
   if (device == "cpu") return make_cpu_backend(threads);
   if (device == "cuda") {
+#if defined(SRKIT_HAVE_CUDA)
+    (void)threads;  // the device's threads are its own (and the emulation's TBB pool)
+    return make_cuda_backend();
+#else
     throw std::invalid_argument(
-        "--device cuda: the CUDA training backend is not part of this build yet "
-        "(CUDA kernels for casts and AdamW exist; model ops run on --device cpu)");
+        "--device cuda: this build has no CUDA backend (configure with nvcc present, or "
+        "-DSRKIT_CUDA_EMU=ON for the CPU emulation)");
+#endif
   }
   throw std::invalid_argument("--device: expected cpu or cuda (got '" + device + "')");
 }

@@ -5,7 +5,8 @@
 // bf16 and fp32. In the CPU emulation the reference is the emulated library's
 // stated arithmetic, so results must be equal bit for bit; on a GPU within a
 // tolerance. Also: the GEMM is stream-ordered between two kernels, and (in the
-// emulation) what it does not implement throws naming it.
+// emulation) what it does not implement throws naming it, as does a pointer
+// less aligned than the algorithm was chosen for.
 #include <cublasLt.h>
 #include <gtest/gtest.h>
 
@@ -417,6 +418,70 @@ TEST(CublasLtEmulation, UnimplementedAttributesThrowNamingThem) {
   EXPECT_EQ(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &bad_op, 2),
             CUBLAS_STATUS_INVALID_VALUE);
   cublasLtMatmulDescDestroy(desc);
+}
+
+// A GPU kernel picked for more alignment than a pointer has may fault; the
+// emulation refuses such a call, naming the preference that would have allowed
+// it. The same call with that preference set runs.
+TEST(CublasLtEmulation, AlgorithmsHoldTheAlignmentTheyWereChosenFor) {
+  if (!cuda::emulated()) GTEST_SKIP() << "checks the CPU emulation of cuBLASLt";
+  cublasLtHandle_t lt = nullptr;
+  check_lt(cublasLtCreate(&lt), "cublasLtCreate");
+  const int n = 8;
+  // One buffer for everything, with room for slices one float past 256 bytes.
+  float* base = static_cast<float*>(cuda::device_malloc(4 * 4096));
+  cuda::copy_to_device(base, std::vector<float>(4096, 0.5f).data(), 4 * 4096);
+  float* a = base;
+  float* a_unaligned = base + 1;  // 4-byte aligned
+  float* b = base + 512;
+  float* d = base + 1024;
+  float* bias = base + 2048;
+  cublasLtMatrixLayout_t layout = nullptr;
+  check_lt(cublasLtMatrixLayoutCreate(&layout, CUDA_R_32F, n, n, n), "layout");
+  auto run = [&](const float* a_ptr, const float* bias_ptr, uint32_t align_a) {
+    cublasLtMatmulDesc_t desc = nullptr;
+    check_lt(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "desc");
+    if (bias_ptr) {
+      const uint32_t epi = CUBLASLT_EPILOGUE_BIAS;
+      check_lt(
+          cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi),
+          "EPILOGUE");
+      check_lt(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_ptr,
+                                              sizeof bias_ptr),
+               "BIAS_POINTER");
+    }
+    cublasLtMatmulPreference_t pref = nullptr;
+    check_lt(cublasLtMatmulPreferenceCreate(&pref), "preference");
+    if (align_a) {
+      check_lt(cublasLtMatmulPreferenceSetAttribute(
+                   pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a, sizeof align_a),
+               "MIN_ALIGNMENT_A_BYTES");
+    }
+    cublasLtMatmulHeuristicResult_t heuristic{};
+    int found = 0;
+    check_lt(cublasLtMatmulAlgoGetHeuristic(lt, desc, layout, layout, layout, layout, pref, 1,
+                                            &heuristic, &found),
+             "heuristic");
+    cublasLtMatmulPreferenceDestroy(pref);
+    const float one = 1.0f, zero = 0.0f;
+    struct Release {
+      cublasLtMatmulDesc_t desc;
+      ~Release() { cublasLtMatmulDescDestroy(desc); }
+    } release{desc};
+    check_lt(cublasLtMatmul(lt, desc, &one, a_ptr, layout, b, layout, &zero, d, layout, d, layout,
+                            &heuristic.algo, nullptr, 0, nullptr),
+             "cublasLtMatmul");
+    cuda::synchronize();
+  };
+  run(a, nullptr, 0);  // everything 256-byte aligned: the default preference holds
+  expect_throw_naming([&] { run(a_unaligned, nullptr, 0); },
+                      "CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES");
+  run(a_unaligned, nullptr, 4);  // chosen for 4-byte aligned A
+  run(a, bias, 0);
+  expect_throw_naming([&] { run(a, bias + 1, 0); }, "BIAS_POINTER");
+  cublasLtMatrixLayoutDestroy(layout);
+  cuda::device_free(base);
+  cublasLtDestroy(lt);
 }
 
 }  // namespace

@@ -1,9 +1,9 @@
 // The helpers every kernel builds on (kernels/cuda/launch.cuh, warp.cuh and
 // SRKIT_DYNAMIC_SHARED of compat.cuh) against what CUDA defines, on a GPU and in
 // the CPU emulation: shuffles by lane (modulo 32) and by xor, warp and block
-// sums and maxima, dynamic shared memory, work queued on a destroyed stream, and
-// a launch a GPU refuses. Blocks of 96 threads cover both halves of the
-// emulation's 64-lane warp and a lone warp.
+// sums and maxima, dynamic shared memory, work queued on a destroyed stream, the
+// alignment of device memory, and a launch a GPU refuses. Blocks of 96 threads
+// cover both halves of the emulation's 64-lane warp and a lone warp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -134,6 +134,19 @@ TEST_F(CudaHelpersGpu, WorkQueuedOnADestroyedStreamStillRuns) {
   std::vector<float> y(threads);
   cuda::copy_to_host(y.data(), dy.p, threads * 4);
   for (int t = 0; t < threads; ++t) ASSERT_EQ(y[size_t(t)], x[size_t(threads - 1 - t)]) << t;
+}
+
+// cudaMalloc's memory is aligned to at least 256 bytes (cuBLASLt's algorithms
+// assume as much by default).
+TEST_F(CudaHelpersGpu, DeviceMemoryIs256ByteAligned) {
+  for (size_t bytes : {size_t(1), size_t(2), size_t(100), size_t(4096), size_t(1) << 20}) {
+    void* p[3];
+    for (void*& q : p) {
+      q = cuda::device_malloc(bytes);
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(q) % 256, 0u) << bytes << " bytes";
+    }
+    for (void* q : p) cuda::device_free(q);
+  }
 }
 
 TEST_F(CudaHelpersGpu, RefusedLaunchThrowsNamingTheKernel) {

@@ -3,6 +3,7 @@
 // stream order (kernels/cuda/emu/matmul_cpu.cpp does the arithmetic).
 #include <cublasLt.h>
 
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -34,6 +35,7 @@ struct cublasLtMatrixLayoutOpaque_t {
 
 struct cublasLtMatmulPreferenceOpaque_t {
   uint64_t max_workspace = 0;
+  uint32_t min_alignment[4] = {256, 256, 256, 256};  // A, B, C, D: the real defaults
 };
 
 namespace {
@@ -169,6 +171,28 @@ cublasStatus_t plan(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t A, cublasL
   }
   *out = p;
   return CUBLAS_STATUS_SUCCESS;
+}
+
+// Marks an algorithm the emulated heuristic returned; data[1..4] hold the
+// minimum alignments of A, B, C and D it was chosen for.
+constexpr uint64_t kAlgoMagic = 0x7372656d756c7431ull;
+constexpr const char* kAlignmentPreferenceNames[4] = {
+    "CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES", "CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES",
+    "CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES", "CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES"};
+// No preference covers the bias pointer, and the heuristic may pick a kernel
+// that loads it in 16-byte vectors (a less aligned bias can then fault with
+// "misaligned address"), so the emulation asks for that much.
+constexpr uint64_t kBiasAlignment = 16;
+
+// A GPU kernel chosen for more alignment than a pointer has faults or reads
+// wrong data; the emulation refuses such a call, naming what to set.
+void check_alignment(const void* ptr, uint64_t required, const char* what) {
+  const uintptr_t address = reinterpret_cast<uintptr_t>(ptr);
+  if (required > 1 && address % required != 0) {
+    throw std::runtime_error("cuBLASLt emulation: a pointer aligned to fewer than " +
+                             std::to_string(required) + " bytes, the alignment assumed by " + what +
+                             " (on a GPU: a misaligned-address fault or wrong results)");
+  }
 }
 
 }  // namespace
@@ -327,12 +351,23 @@ cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p
                                                     cublasLtMatmulPreferenceAttributes_t attr,
                                                     const void* buf, size_t sizeInBytes) {
   if (!pref) return CUBLAS_STATUS_INVALID_VALUE;
-  if (attr != CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES) {
-    not_implemented("CUBLASLT_MATMUL_PREF attribute " + std::to_string(int(attr)) +
-                    " (only MAX_WORKSPACE_BYTES)");
+  switch (attr) {
+    case CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES:
+      return read_value(buf, sizeInBytes, &pref->max_workspace) ? CUBLAS_STATUS_SUCCESS
+                                                                : CUBLAS_STATUS_INVALID_VALUE;
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES:
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES:
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES:
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES: {
+      uint32_t bytes = 0;
+      if (!read_value(buf, sizeInBytes, &bytes)) return CUBLAS_STATUS_INVALID_VALUE;
+      pref->min_alignment[attr - CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES] = bytes;
+      return CUBLAS_STATUS_SUCCESS;
+    }
+    default:
+      not_implemented("CUBLASLT_MATMUL_PREF attribute " + std::to_string(int(attr)) +
+                      " (only MAX_WORKSPACE_BYTES and MIN_ALIGNMENT_A/B/C/D_BYTES)");
   }
-  return read_value(buf, sizeInBytes, &pref->max_workspace) ? CUBLAS_STATUS_SUCCESS
-                                                            : CUBLAS_STATUS_INVALID_VALUE;
 }
 
 cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
@@ -347,6 +382,10 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   srkit::cuda::emu::MatmulProblem p;
   if (const cublasStatus_t s = plan(desc, Adesc, Bdesc, Cdesc, Ddesc, &p); s) return s;
   heuristicResultsArray[0] = cublasLtMatmulHeuristicResult_t{};
+  // The algorithm remembers the alignments it was chosen for (cublasLtMatmul checks them).
+  cublasLtMatmulAlgo_t& algo = heuristicResultsArray[0].algo;
+  algo.data[0] = kAlgoMagic;
+  for (int i = 0; i < 4; ++i) algo.data[1 + i] = preference->min_alignment[i];
   heuristicResultsArray[0].state = CUBLAS_STATUS_SUCCESS;
   heuristicResultsArray[0].wavesCount = 1.0f;
   *returnAlgoCount = 1;
@@ -357,7 +396,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
                               const void* A, cublasLtMatrixLayout_t Adesc, const void* B,
                               cublasLtMatrixLayout_t Bdesc, const void* beta, const void* C,
                               cublasLtMatrixLayout_t Cdesc, void* D, cublasLtMatrixLayout_t Ddesc,
-                              const cublasLtMatmulAlgo_t*, void*, size_t,
+                              const cublasLtMatmulAlgo_t* algo, void*, size_t,
                               srkit::cuda::Stream stream) {
   if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
   srkit::cuda::emu::MatmulProblem p;
@@ -369,6 +408,16 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
     return CUBLAS_STATUS_INVALID_VALUE;
   }
   if (p.m == 0 || p.n == 0) return CUBLAS_STATUS_SUCCESS;
+  // An algorithm from the heuristic assumes its preference's pointer
+  // alignments; without one, the library picks for the call as it is.
+  if (algo && algo->data[0] == kAlgoMagic) {
+    const void* pointers[4] = {A, B, C, D};
+    for (int i = 0; i < 4; ++i) {
+      if (!pointers[i] || (i == 2 && p.beta == 0.0f)) continue;
+      check_alignment(pointers[i], algo->data[1 + i], kAlignmentPreferenceNames[i]);
+    }
+  }
+  if (p.bias) check_alignment(p.bias, kBiasAlignment, "the bias epilogue (BIAS_POINTER)");
   p.a.data = A;
   p.b.data = B;
   p.c.data = C;

@@ -21,9 +21,14 @@
 // GELU_AUX_BIAS; BIAS_POINTER, BIAS_DATA_TYPE (bf16/fp32, default D's type;
 // the same bias for every batch); EPILOGUE_AUX_POINTER, EPILOGUE_AUX_LD,
 // EPILOGUE_AUX_DATA_TYPE (default D's type; batch count 1); layouts with
-// BATCH_COUNT and STRIDED_BATCH_OFFSET; preference MAX_WORKSPACE_BYTES; one
+// BATCH_COUNT and STRIDED_BATCH_OFFSET; preferences MAX_WORKSPACE_BYTES and
+// MIN_ALIGNMENT_A/B/C/D_BYTES (default 256, as in the real library); one
 // heuristic algorithm. Any other attribute or value throws std::runtime_error
 // naming it; malformed calls return the status the real library would.
+// Stricter than the real library, so that what may fault on a GPU fails here:
+// cublasLtMatmul with an algorithm from the heuristic throws when A, B, C (read
+// only when beta != 0) or D is less aligned than the preference it was chosen
+// with, or an epilogue's bias pointer is less than 16-byte aligned.
 #pragma once
 
 #include <cstddef>

@@ -1,0 +1,40 @@
+// The embedding backward on a CUDA device (kernels/cuda/encoder.cu),
+// deterministic and bit-equal to the CPU's (kernels/cpu/ops_encoder.cpp):
+// dwpe[t] += the sum over b of dout[b,t] (b in order), and dwte[tok] += the sum
+// of dout over the positions holding tok (positions in order), each sum in
+// fp32 and rounded once into the stored value. The grouping of positions by
+// token is planned on the host from the tokens the host already has
+// (EncoderBackwardPlan), uploaded by the caller, and read by the kernel: no
+// atomics, no device sort.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/common/dtype.h"
+#include "kernels/cuda/stream.h"
+
+namespace srkit::cuda {
+
+class EncoderBackwardPlan {
+ public:
+  // Groups the N positions by token (a stable sort). Reuses its buffers: no
+  // allocation once they have grown to N.
+  void build(const int32_t* host_tokens, int N);
+  int groups() const { return int(group_token_.size()); }
+  // The plan as one block of int32 (position order, group starts, group
+  // tokens) for the kernel; copy it to the device as is.
+  const int32_t* packed() const { return packed_.data(); }
+  size_t packed_bytes() const { return packed_.size() * sizeof(int32_t); }
+
+ private:
+  std::vector<int32_t> order_, group_start_, group_token_, packed_;
+};
+
+// Accumulates into dwte and dwpe. device_plan: the plan's packed() block in
+// device memory (built from the same tokens as dout's positions).
+void encoder_backward(DType dt, void* dwte, void* dwpe, const void* dout, const void* device_plan,
+                      int groups, int B, int T, int C, Stream stream);
+
+}  // namespace srkit::cuda
