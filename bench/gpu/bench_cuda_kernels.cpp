@@ -195,6 +195,10 @@ void bm_adamw(benchmark::State& state, const std::string& strategy, size_t n) {
   if (kahan.get()) cuda::check(cudaMemset(kahan.get(), 0, b.kahan * n), "cudaMemset");
   const srkit::AdamWBuffers buffers{w.get(), g.get(), master.get(), m.get(), v.get(), kahan.get()};
   const srkit::ParamSegment segment{0, n, true};
+  // The plan is built once, as the backend does (prepare_adamw).
+  const std::vector<unsigned char> image = cuda::adamw_plan_image(&segment, 1, 0, n);
+  DeviceBuffer plan(image.size());
+  cuda::copy_to_device(plan.get(), image.data(), image.size());
   srkit::AdamWHyper h{};
   h.lr = 1e-3f;
   h.beta1 = 0.9f;
@@ -209,7 +213,7 @@ void bm_adamw(benchmark::State& state, const std::string& strategy, size_t n) {
   state.SetLabel(traffic_label(rule));
   run_timed(state, srkit::adamw_traffic_bytes(rule) * n, [&] {
     h.step = ++step;
-    cuda::adamw_step(rule, buffers, &segment, 1, 0, n, h, nullptr, nullptr);
+    cuda::adamw_step(rule, buffers, plan.get(), 0, n, h, nullptr, nullptr, nullptr);
   });
 }
 
