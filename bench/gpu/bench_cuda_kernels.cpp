@@ -1,8 +1,11 @@
-// The CUDA kernels (kernels/cuda/cast.h, kernels/cuda/adamw.h) against a
+// The CUDA kernels (kernels/cuda/cast.h, kernels/cuda/adamw.h, and the model
+// ops of pointwise.h, encoder.h, layernorm.h, loss.h, reduce.h) against a
 // cudaMemcpy device-to-device moving the same bytes, on the current GPU.
 // bytes_per_second counts reads plus writes: 6 bytes/element for each cast
 // (fp32 read + bf16 written, or the reverse); for AdamW the bytes the strategy
-// must move per parameter (adamw_traffic_bytes, spelled out in the label).
+// must move per parameter (adamw_traffic_bytes, spelled out in the label); for
+// a model op the bytes it must read and write at least, at GPT-2 124M's shapes
+// (B*T = 8192 rows, C = 768, V = 50257 padded to 50304).
 // vs_memcpy is the kernel's rate over a cudaMemcpy of half those bytes (a copy
 // reads and writes each byte), timed with CUDA events just before the
 // benchmark. Without a usable device it prints why and exits 0.
@@ -20,6 +23,11 @@
 #include "kernels/cuda/cast.h"
 #include "kernels/cuda/compat.cuh"
 #include "kernels/cuda/device.h"
+#include "kernels/cuda/encoder.h"
+#include "kernels/cuda/layernorm.h"
+#include "kernels/cuda/loss.h"
+#include "kernels/cuda/pointwise.h"
+#include "kernels/cuda/reduce.h"
 #include "lib/precision.h"
 
 namespace {
@@ -195,6 +203,10 @@ void bm_adamw(benchmark::State& state, const std::string& strategy, size_t n) {
   if (kahan.get()) cuda::check(cudaMemset(kahan.get(), 0, b.kahan * n), "cudaMemset");
   const srkit::AdamWBuffers buffers{w.get(), g.get(), master.get(), m.get(), v.get(), kahan.get()};
   const srkit::ParamSegment segment{0, n, true};
+  // The plan is built once, as the backend does (prepare_adamw).
+  const std::vector<unsigned char> image = cuda::adamw_plan_image(&segment, 1, 0, n);
+  DeviceBuffer plan(image.size());
+  cuda::copy_to_device(plan.get(), image.data(), image.size());
   srkit::AdamWHyper h{};
   h.lr = 1e-3f;
   h.beta1 = 0.9f;
@@ -209,8 +221,107 @@ void bm_adamw(benchmark::State& state, const std::string& strategy, size_t n) {
   state.SetLabel(traffic_label(rule));
   run_timed(state, srkit::adamw_traffic_bytes(rule) * n, [&] {
     h.step = ++step;
-    cuda::adamw_step(rule, buffers, &segment, 1, 0, n, h, nullptr, nullptr);
+    cuda::adamw_step(rule, buffers, plan.get(), 0, n, h, nullptr, nullptr, nullptr);
   });
+}
+
+// ---- model ops at GPT-2 124M's shapes ----
+constexpr int kBatch = 8, kSeq = 1024, kRows = kBatch * kSeq, kC = 768, kV = 50257, kVp = 50304;
+
+enum class ModelOp {
+  kGeluForward,
+  kResidualLayernorm,
+  kLayernormBackward,
+  kEncoderBackward,
+  kClassifier,
+  kSumSquares
+};
+
+void bm_model_op(benchmark::State& state, ModelOp op, srkit::DType dt) {
+  const size_t es = srkit::dtype_size(dt);
+  const size_t n = size_t(kRows) * kC;
+  switch (op) {
+    case ModelOp::kGeluForward: {  // the MLP's 4C activations: read, write
+      const size_t m = 4 * n;
+      DeviceBuffer in(m * es), out(m * es);
+      fill(in.get(), dt, m, 3.0f, 0);
+      run_timed(state, 2 * m * es,
+                [&] { cuda::gelu_forward(dt, out.get(), in.get(), m, nullptr); });
+      break;
+    }
+    case ModelOp::kResidualLayernorm: {  // read a, b; write residual, ln (+ the row statistics)
+      DeviceBuffer a(n * es), b(n * es), res(n * es), ln(n * es), w(kC * es), bias(kC * es),
+          stats(2 * size_t(kRows) * 4);
+      fill(a.get(), dt, n, 1.0f, 0);
+      fill(b.get(), dt, n, 1.0f, 1ull << 40);
+      fill(w.get(), dt, kC, 1.0f, 2ull << 40);
+      fill(bias.get(), dt, kC, 0.1f, 3ull << 40);
+      auto* mean = static_cast<float*>(stats.get());
+      run_timed(state, 4 * n * es + 2 * size_t(kRows) * 4, [&] {
+        cuda::residual_layernorm_forward(dt, res.get(), ln.get(), mean, mean + kRows, a.get(),
+                                         b.get(), w.get(), bias.get(), kRows, kC, nullptr);
+      });
+      break;
+    }
+    case ModelOp::kLayernormBackward: {  // read dout, inp; write dinp (overwrite)
+      DeviceBuffer x(n * es), g(n * es), dx(n * es), w(kC * es), bias(kC * es), dw(kC * es),
+          db(kC * es), stats(2 * size_t(kRows) * 4), out(n * es),
+          scratch(cuda::layernorm_backward_scratch_bytes(kRows, kC));
+      fill(x.get(), dt, n, 1.0f, 0);
+      fill(g.get(), dt, n, 1.0f, 1ull << 40);
+      fill(w.get(), dt, kC, 1.0f, 2ull << 40);
+      fill(bias.get(), dt, kC, 0.1f, 3ull << 40);
+      auto* mean = static_cast<float*>(stats.get());
+      cuda::layernorm_forward(dt, out.get(), mean, mean + kRows, x.get(), w.get(), bias.get(),
+                              kRows, kC, nullptr);
+      run_timed(state, 3 * n * es, [&] {
+        cuda::layernorm_backward(dt, dx.get(), srkit::GradWrite::kOverwrite, dw.get(), db.get(),
+                                 srkit::GradWrite::kAccumulate, g.get(), x.get(), w.get(), mean,
+                                 mean + kRows, kRows, kC, scratch.get(), nullptr);
+      });
+      break;
+    }
+    case ModelOp::kEncoderBackward: {  // read dout; read and write dwpe and the touched dwte rows
+      std::vector<int32_t> tokens(kRows);
+      for (int p = 0; p < kRows; ++p) tokens[p] = int32_t(uint64_t(unit(p) * 1e6f + 2e6f) % kV);
+      cuda::EncoderBackwardPlan plan;
+      plan.build(tokens.data(), kRows);
+      DeviceBuffer dout(n * es), dwte(size_t(kV) * kC * es), dwpe(size_t(kSeq) * kC * es),
+          device_plan(plan.packed_bytes());
+      fill(dout.get(), dt, n, 1.0f, 0);
+      cuda::copy_to_device(device_plan.get(), plan.packed(), plan.packed_bytes());
+      const size_t rows_touched = size_t(kSeq) + size_t(plan.groups());
+      run_timed(state, (n + 2 * rows_touched * kC) * es, [&] {
+        cuda::encoder_backward(dt, dwte.get(), dwpe.get(), dout.get(), device_plan.get(),
+                               plan.groups(), kBatch, kSeq, kC, nullptr);
+      });
+      state.counters["groups"] = plan.groups();
+      break;
+    }
+    case ModelOp::kClassifier: {  // read the logits, write dlogits in place (+ losses)
+      const size_t m = size_t(kRows) * kVp;
+      std::vector<int32_t> targets(kRows);
+      for (int p = 0; p < kRows; ++p) targets[p] = int32_t((uint64_t(p) * 7919) % kV);
+      DeviceBuffer logits(m * es), tg(kRows * sizeof(int32_t)), losses(kRows * sizeof(float));
+      fill(logits.get(), dt, m, 4.0f, 0);
+      cuda::copy_to_device(tg.get(), targets.data(), targets.size() * sizeof(int32_t));
+      run_timed(state, 2 * m * es, [&] {
+        cuda::classifier(dt, logits.get(), static_cast<float*>(losses.get()),
+                         static_cast<const int32_t*>(tg.get()), 1.0f / kRows, kRows, kV, kVp,
+                         nullptr);
+      });
+      break;
+    }
+    case ModelOp::kSumSquares: {  // the gradient norm of 124M parameters: read them
+      const size_t m = size_t(124) << 20;
+      DeviceBuffer x(m * es), out(sizeof(double)), scratch(cuda::sum_squares_scratch_bytes(m));
+      fill(x.get(), dt, m, 1e-2f, 0);
+      run_timed(state, m * es, [&] {
+        cuda::sum_squares(dt, x.get(), m, static_cast<double*>(out.get()), scratch.get(), nullptr);
+      });
+      break;
+    }
+  }
 }
 
 std::string size_name(size_t n) { return std::to_string(n >> 20) + "M"; }
@@ -226,6 +337,21 @@ void register_all() {
     for (const auto& [name, kind] : casts) {
       benchmark::RegisterBenchmark((std::string(name) + "/" + size_name(n)).c_str(), bm_cast, kind,
                                    n)
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond);
+    }
+  }
+  const std::pair<const char*, ModelOp> model_ops[] = {
+      {"gelu_forward", ModelOp::kGeluForward},
+      {"residual_layernorm_forward", ModelOp::kResidualLayernorm},
+      {"layernorm_backward", ModelOp::kLayernormBackward},
+      {"encoder_backward", ModelOp::kEncoderBackward},
+      {"classifier", ModelOp::kClassifier},
+      {"sum_squares", ModelOp::kSumSquares}};
+  for (const auto& [name, op] : model_ops) {
+    for (srkit::DType dt : {srkit::DType::kBF16, srkit::DType::kF32}) {
+      benchmark::RegisterBenchmark((std::string(name) + "/" + srkit::dtype_name(dt)).c_str(),
+                                   bm_model_op, op, dt)
           ->UseManualTime()
           ->Unit(benchmark::kMillisecond);
     }

@@ -120,6 +120,27 @@ inline AdamWStateMode adamw_state_mode(DType t, bool sr) {
   return sr ? AdamWStateMode::kBF16SR : AdamWStateMode::kBF16RN;
 }
 
+// Throws std::invalid_argument naming `who` unless the segments are sorted,
+// contiguous from offset 0 and cover [0, end) (a step's segment table; the
+// CUDA step checks it once, when its plan is built).
+inline void adamw_check_segments(const char* who, const ParamSegment* segs, size_t nseg,
+                                 size_t end) {
+  const auto fail = [who](const std::string& what) {
+    throw std::invalid_argument(std::string(who) + ": " + what);
+  };
+  if (nseg == 0 || !segs) fail("no parameter segments");
+  if (segs[0].offset != 0) fail("segments must start at offset 0");
+  for (size_t s = 1; s < nseg; ++s) {
+    if (segs[s].offset != segs[s - 1].offset + segs[s - 1].count) {
+      fail("segment " + std::to_string(s) + " does not start where segment " +
+           std::to_string(s - 1) + " ends");
+    }
+  }
+  if (segs[nseg - 1].offset + segs[nseg - 1].count < end) {
+    fail("segments end before element " + std::to_string(end));
+  }
+}
+
 // Throws std::invalid_argument naming `who` when a step call is malformed:
 // inconsistent rule, a missing buffer the rule needs, begin > end, a step past
 // the SR contract's 2^48, or segments that are not sorted, contiguous from 0 and
@@ -137,17 +158,7 @@ inline void adamw_check_call(const char* who, const AdamWRule& r, const AdamWBuf
   if (!b.weights || !b.grads || !b.m || !b.v) fail("weights, grads, m and v buffers are required");
   if (r.master != MasterKind::kNone && !b.master) fail("the rule has a master but master is null");
   if (r.kahan && !b.kahan) fail("the rule uses Kahan compensation but kahan is null");
-  if (nseg == 0 || !segs) fail("no parameter segments");
-  if (segs[0].offset != 0) fail("segments must start at offset 0");
-  for (size_t s = 1; s < nseg; ++s) {
-    if (segs[s].offset != segs[s - 1].offset + segs[s - 1].count) {
-      fail("segment " + std::to_string(s) + " does not start where segment " +
-           std::to_string(s - 1) + " ends");
-    }
-  }
-  if (segs[nseg - 1].offset + segs[nseg - 1].count < end) {
-    fail("segments end before element " + std::to_string(end));
-  }
+  adamw_check_segments(who, segs, nseg, end);
 }
 
 // Calls f.template run<WM, MM, VM>() for the rule's family (valid rules only):

@@ -23,7 +23,8 @@ struct StepRecord {
   static constexpr size_t kSignal = 0;
   static constexpr size_t kSumSq = 1;
   static constexpr size_t kLoss0 = 2;
-  static constexpr size_t doubles(int accum) { return kLoss0 + size_t(accum); }
+  // Host and device: grad_clip_from_records runs in a CUDA kernel too.
+  static constexpr SRKIT_HD size_t doubles(int accum) { return kLoss0 + size_t(accum); }
 };
 
 // What the optimizer applies: the clip factor of the global gradient norm, and

@@ -1,29 +1,55 @@
+// The fused AdamW step (kernels/cuda/adamw.h). Every element goes through
+// adamw_element (kernels/common/adamw.h) with the SR bits of the random-bits
+// contract at its global index, so the stored bits equal the CPU step's for
+// every strategy, whatever the tiling.
+//
+// Shape: a warp steps a tile of 256 consecutive elements (32 SR groups of 8,
+// tiles start on group boundaries): lane L draws the Philox blocks of group L
+// once, then the warp walks the tile 32 elements at a time (coalesced), each
+// lane fetching its element's 16 bits from the lane holding its group by
+// shuffles. A block of 8 warps covers 2048 elements; at most kMaxBlocks blocks
+// loop over the range (enough to fill 132 SMs, and a fixed bound on the
+// telemetry partial sums, one per block, in the plan).
+//
+// The plan block (built once on the host, adamw_plan_image):
+//   [Partial x blocks]  telemetry partial sums, written by each step
+//   [PlanHeader]        the number of decay runs (256-byte aligned)
+//   [DecayRun x nruns]  the equal-decay runs of the segments over [begin, end)
+// Its offsets depend on begin and end only, so a step finds them without a
+// host read. No allocation and no host wait per step; the clip factor and
+// whether to step at all come from the device GradClip.
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <stdexcept>
 #include <vector>
 
 #include "kernels/common/adamw.h"
 #include "kernels/common/sr_bits.h"
+#include "kernels/common/step_record.h"
 #include "kernels/cuda/adamw.h"
-#include "kernels/cuda/device.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/warp.cuh"
 
 namespace srkit::cuda {
 namespace {
 
-// A warp steps 256 consecutive elements (32 SR groups of 8): lane L draws the
-// Philox block of group L once, then the warp walks the 256 elements 32 at a
-// time (coalesced), each lane fetching its element's 16 bits from the lane
-// that holds the group by shuffles.
 constexpr int kThreads = 256;
 constexpr int kWarpElems = 256;
 constexpr uint64_t kBlockElems = uint64_t(kThreads / 32) * kWarpElems;
+constexpr uint64_t kMaxBlocks = 1024;
 
 // Equal-decay runs of the segments over [begin, end): run r covers global
 // indices [runs[r-1].end, runs[r].end).
 struct DecayRun {
   uint64_t end;
-  int decay;
+  int32_t decay;
+  int32_t pad_;  // explicit: the plan image has no indeterminate bytes
+};
+
+struct PlanHeader {
+  uint64_t nruns;
+  uint64_t pad_;
 };
 
 struct Partial {
@@ -62,49 +88,77 @@ __device__ uint32_t shuffled_bits(const Philox4& mine, int j, int lane) {
   return sr_lane(b, unsigned(lane & 7));
 }
 
+// Where the plan's parts lie, from begin and end alone.
+struct PlanLayout {
+  uint64_t base;   // first tile: begin rounded down to an SR group boundary
+  uint64_t tiles;  // block tiles of kBlockElems covering [base, end)
+  unsigned blocks;
+  size_t header_offset, runs_offset;
+  size_t bytes(size_t nruns) const { return runs_offset + nruns * sizeof(DecayRun); }
+};
+
+PlanLayout plan_layout(size_t begin, size_t end) {
+  PlanLayout l{};
+  l.base = begin / 8 * 8;
+  l.tiles = begin < end ? (end - l.base + kBlockElems - 1) / kBlockElems : 0;
+  l.blocks = unsigned(std::min(l.tiles, kMaxBlocks));
+  l.header_offset = (size_t(l.blocks) * sizeof(Partial) + 255) / 256 * 256;
+  l.runs_offset = l.header_offset + sizeof(PlanHeader);
+  return l;
+}
+
+// When clip says the step must not run (!clip->ok: a non-finite loss or
+// norm), every thread of the grid returns at once: nothing changes.
 template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM>
 __global__ void __launch_bounds__(kThreads)
     adamw_kernel(AdamWArrays<WM, MM, VM> a, uint64_t begin, uint64_t end, uint64_t base,
-                 const DecayRun* runs, int nruns, AdamWHyper h, Partial* partials) {
+                 uint64_t tiles, const PlanHeader* header, const DecayRun* runs, AdamWHyper h,
+                 const GradClip* clip, Partial* partials) {
   using A = AdamWArrays<WM, MM, VM>;
+  if (clip != nullptr && clip->ok == 0) return;  // uniform: no thread waits at a barrier
+  if (clip != nullptr) h.grad_scale = clip->scale;
+  const int nruns = int(header->nruns);
   const int lane = lane_id(), warp = warp_id();
-  const uint64_t tile = base + uint64_t(blockIdx.x) * kBlockElems + uint64_t(warp) * kWarpElems;
-  const uint64_t group = tile / 8 + uint64_t(lane);
-  Philox4 bw{}, bm{}, bv{};
-  if constexpr (A::kWeightSR) {
-    bw = sr_block(h.seed, RngPurpose::kWeightUpdate, h.step, group);
-  }
-  if constexpr (A::kMomentSR) bm = sr_block(h.seed, RngPurpose::kFirstMoment, h.step, group);
-  if constexpr (A::kVarianceSR) {
-    bv = sr_block(h.seed, RngPurpose::kSecondMoment, h.step, group);
-  }
-  // First run ending after this lane's first element; elements only increase.
-  int r = 0;
-  for (int lo = 0, hi = nruns - 1; lo <= hi;) {
-    const int mid = (lo + hi) / 2;
-    if (runs[mid].end > tile + uint64_t(lane)) {
-      r = mid;
-      hi = mid - 1;
-    } else {
-      lo = mid + 1;
-    }
-  }
   Partial acc{};
-  for (int j = 0; j < kWarpElems / 32; ++j) {
-    const uint64_t gi = tile + uint64_t(32 * j + lane);
-    const uint32_t rw = A::kWeightSR ? shuffled_bits(bw, j, lane) : 0u;
-    const uint32_t rm = A::kMomentSR ? shuffled_bits(bm, j, lane) : 0u;
-    const uint32_t rv = A::kVarianceSR ? shuffled_bits(bv, j, lane) : 0u;
-    if (gi < begin || gi >= end) continue;
-    while (runs[r].end <= gi) ++r;
-    const AdamWElemOut o = adamw_element(a, size_t(gi - begin), runs[r].decay != 0, h, rw, rm, rv);
-    if (partials) {
-      acc.update_sq += double(o.update) * double(o.update);
-      acc.weight_sq += double(o.weight) * double(o.weight);
-      acc.nonzero += o.update != 0.0f;
-      acc.erased += adamw_erased(o.update, o.weight);
-      acc.m_stalled += o.m_stalled;
-      acc.v_stalled += o.v_stalled;
+  for (uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {  // the same trips for the block
+    const uint64_t tile = base + t * kBlockElems + uint64_t(warp) * kWarpElems;
+    const uint64_t group = tile / 8 + uint64_t(lane);
+    Philox4 bw{}, bm{}, bv{};
+    if constexpr (A::kWeightSR) {
+      bw = sr_block(h.seed, RngPurpose::kWeightUpdate, h.step, group);
+    }
+    if constexpr (A::kMomentSR) bm = sr_block(h.seed, RngPurpose::kFirstMoment, h.step, group);
+    if constexpr (A::kVarianceSR) {
+      bv = sr_block(h.seed, RngPurpose::kSecondMoment, h.step, group);
+    }
+    // First run ending after this lane's first element; elements only increase.
+    int r = 0;
+    for (int lo = 0, hi = nruns - 1; lo <= hi;) {
+      const int mid = (lo + hi) / 2;
+      if (runs[mid].end > tile + uint64_t(lane)) {
+        r = mid;
+        hi = mid - 1;
+      } else {
+        lo = mid + 1;
+      }
+    }
+    for (int j = 0; j < kWarpElems / 32; ++j) {
+      const uint64_t gi = tile + uint64_t(32 * j + lane);
+      const uint32_t rw = A::kWeightSR ? shuffled_bits(bw, j, lane) : 0u;
+      const uint32_t rm = A::kMomentSR ? shuffled_bits(bm, j, lane) : 0u;
+      const uint32_t rv = A::kVarianceSR ? shuffled_bits(bv, j, lane) : 0u;
+      if (gi < begin || gi >= end) continue;
+      while (runs[r].end <= gi) ++r;
+      const AdamWElemOut o =
+          adamw_element(a, size_t(gi - begin), runs[r].decay != 0, h, rw, rm, rv);
+      if (partials) {
+        acc.update_sq += double(o.update) * double(o.update);
+        acc.weight_sq += double(o.weight) * double(o.weight);
+        acc.nonzero += o.update != 0.0f;
+        acc.erased += adamw_erased(o.update, o.weight);
+        acc.m_stalled += o.m_stalled;
+        acc.v_stalled += o.v_stalled;
+      }
     }
   }
   if (partials) {
@@ -113,29 +167,44 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// out = sum of partials[0..n) by one block in a fixed order.
+// *out = the sum of partials[0..n) by one block in a fixed order, or zeros
+// when the step did not run.
 __global__ void __launch_bounds__(kThreads)
-    sum_partials(const Partial* partials, size_t n, Partial* out) {
+    telemetry_kernel(const Partial* partials, unsigned n, uint64_t elements, const GradClip* clip,
+                     AdamWTelemetry* out) {
+  const bool ran = clip == nullptr || clip->ok != 0;
   Partial acc{};
-  for (size_t i = threadIdx.x; i < n; i += kThreads) add_to(acc, partials[i]);
+  if (ran) {
+    for (unsigned i = threadIdx.x; i < n; i += kThreads) add_to(acc, partials[i]);
+  }
   const Partial sum = sum_over_block(acc);
-  if (threadIdx.x == 0) *out = sum;
+  if (threadIdx.x == 0) {
+    out->update_sq = sum.update_sq;
+    out->weight_sq = sum.weight_sq;
+    out->n = ran ? elements : 0;
+    out->nonzero = sum.nonzero;
+    out->erased = sum.erased;
+    out->m_stalled = sum.m_stalled;
+    out->v_stalled = sum.v_stalled;
+  }
 }
 
 struct Launch {
   const AdamWBuffers& buffers;
-  uint64_t begin, end, base;
-  unsigned blocks;
+  uint64_t begin, end;
+  const PlanLayout& layout;
+  const PlanHeader* header;
   const DecayRun* runs;
-  int nruns;
   const AdamWHyper& h;
+  const GradClip* clip;
   Partial* partials;
   Stream stream;
 
   template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM>
   void run() const {
-    launch(adamw_kernel<WM, MM, VM>, blocks, kThreads, 0, stream, "adamw_kernel",
-           AdamWArrays<WM, MM, VM>::from(buffers), begin, end, base, runs, nruns, h, partials);
+    launch(adamw_kernel<WM, MM, VM>, layout.blocks, kThreads, 0, stream, "adamw_step",
+           AdamWArrays<WM, MM, VM>::from(buffers), begin, end, layout.base, layout.tiles, header,
+           runs, h, clip, partials);
   }
 };
 
@@ -144,62 +213,77 @@ std::vector<DecayRun> decay_runs(const ParamSegment* segs, size_t nseg, size_t b
   for (size_t s = 0; s < nseg; ++s) {
     const size_t lo = segs[s].offset, hi = segs[s].offset + segs[s].count;
     if (hi <= begin || lo >= end || lo == hi) continue;
-    const int decay = segs[s].decay ? 1 : 0;
+    const int32_t decay = segs[s].decay ? 1 : 0;
     if (!runs.empty() && runs.back().decay == decay) {
       runs.back().end = hi;
     } else {
-      runs.push_back(DecayRun{hi, decay});
+      runs.push_back(DecayRun{hi, decay, 0});
     }
   }
-  runs.back().end = end;  // the last run may extend past end; nothing reads beyond it
+  if (!runs.empty())
+    runs.back().end = end;  // the last run may extend past end; nothing reads beyond it
   return runs;
+}
+
+std::vector<DecayRun> checked_runs(const ParamSegment* segs, size_t nseg, size_t begin,
+                                   size_t end) {
+  if (begin > end) {
+    throw std::invalid_argument("cuda::adamw_plan: begin " + std::to_string(begin) + " > end " +
+                                std::to_string(end));
+  }
+  if (begin == end) return {};
+  adamw_check_segments("cuda::adamw_plan", segs, nseg, end);
+  return decay_runs(segs, nseg, begin, end);
 }
 
 }  // namespace
 
-void adamw_step(const AdamWRule& rule, const AdamWBuffers& buffers, const ParamSegment* segs,
-                size_t nseg, size_t begin, size_t end, const AdamWHyper& hyper,
-                AdamWTelemetry* telemetry, Stream stream) {
-  adamw_check_call("cuda::adamw_step", rule, buffers, segs, nseg, begin, end, hyper);
-  if (telemetry) *telemetry = AdamWTelemetry{};
-  if (begin == end) return;
+size_t adamw_plan_bytes(const ParamSegment* segs, size_t nseg, size_t begin, size_t end) {
+  return plan_layout(begin, end).bytes(checked_runs(segs, nseg, begin, end).size());
+}
 
-  const std::vector<DecayRun> runs = decay_runs(segs, nseg, begin, end);
-  const uint64_t base = begin / 8 * 8;  // warp tiles start on SR group boundaries
-  const uint64_t blocks = (end - base + kBlockElems - 1) / kBlockElems;
-  if (blocks > 0x7fffffffu) throw std::invalid_argument("cuda::adamw_step: range too large");
-
-  // Runs, then (with telemetry) one partial per block and the total.
-  const size_t runs_bytes = runs.size() * sizeof(DecayRun);
-  const size_t partial_offset = (runs_bytes + 255) / 256 * 256;
-  const size_t bytes = partial_offset + (telemetry ? (blocks + 1) * sizeof(Partial) : 0);
-  void* scratch = nullptr;
-  check(cudaMallocAsync(&scratch, bytes, stream), "cudaMallocAsync");
-  char* base_ptr = static_cast<char*>(scratch);
-  const DecayRun* d_runs = reinterpret_cast<const DecayRun*>(base_ptr);
-  Partial* d_partials = telemetry ? reinterpret_cast<Partial*>(base_ptr + partial_offset) : nullptr;
-  try {
-    check(cudaMemcpyAsync(base_ptr, runs.data(), runs_bytes, cudaMemcpyHostToDevice, stream),
-          "cudaMemcpyAsync (decay runs)");
-    Launch kernel{buffers,          begin, end,        base,  unsigned(blocks), d_runs,
-                  int(runs.size()), hyper, d_partials, stream};
-    adamw_dispatch(rule, kernel);
-    if (telemetry) {
-      launch(sum_partials, 1, kThreads, 0, stream, "sum_partials", d_partials, blocks,
-             d_partials + blocks);
-      Partial total{};
-      check(cudaMemcpyAsync(&total, d_partials + blocks, sizeof total, cudaMemcpyDeviceToHost,
-                            stream),
-            "cudaMemcpyAsync (telemetry)");
-      check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (telemetry)");
-      *telemetry = AdamWTelemetry{total.update_sq, total.weight_sq, end - begin,    total.nonzero,
-                                  total.erased,    total.m_stalled, total.v_stalled};
-    }
-  } catch (...) {
-    cudaFreeAsync(scratch, stream);
-    throw;
+std::vector<unsigned char> adamw_plan_image(const ParamSegment* segs, size_t nseg, size_t begin,
+                                            size_t end) {
+  const std::vector<DecayRun> runs = checked_runs(segs, nseg, begin, end);
+  const PlanLayout l = plan_layout(begin, end);
+  std::vector<unsigned char> image(l.bytes(runs.size()), 0);
+  const PlanHeader header{runs.size(), 0};
+  std::memcpy(image.data() + l.header_offset, &header, sizeof header);
+  if (!runs.empty()) {
+    std::memcpy(image.data() + l.runs_offset, runs.data(), runs.size() * sizeof(DecayRun));
   }
-  check(cudaFreeAsync(scratch, stream), "cudaFreeAsync");
+  return image;
+}
+
+void adamw_step(const AdamWRule& rule, const AdamWBuffers& buffers, void* plan, size_t begin,
+                size_t end, const AdamWHyper& hyper, const GradClip* clip,
+                AdamWTelemetry* telemetry, Stream stream) {
+  // The segments were checked when the plan was built; the rest of the call here.
+  const ParamSegment whole{0, end, true};
+  adamw_check_call("cuda::adamw_step", rule, buffers, &whole, 1, begin, end, hyper);
+  if (begin < end && plan == nullptr) {
+    throw std::invalid_argument("cuda::adamw_step: no plan (adamw_plan_image, on the device)");
+  }
+  const PlanLayout l = plan_layout(begin, end);
+  auto* bytes = static_cast<unsigned char*>(plan);
+  auto* partials = reinterpret_cast<Partial*>(bytes);
+  if (l.tiles > 0) {
+    const Launch kernel{buffers,
+                        begin,
+                        end,
+                        l,
+                        reinterpret_cast<const PlanHeader*>(bytes + l.header_offset),
+                        reinterpret_cast<const DecayRun*>(bytes + l.runs_offset),
+                        hyper,
+                        clip,
+                        telemetry ? partials : nullptr,
+                        stream};
+    adamw_dispatch(rule, kernel);
+  }
+  if (telemetry) {
+    launch(telemetry_kernel, 1, kThreads, 0, stream, "adamw_step (telemetry)", partials, l.blocks,
+           uint64_t(end - begin), clip, telemetry);
+  }
 }
 
 }  // namespace srkit::cuda

@@ -19,12 +19,15 @@ namespace srkit::cuda {
 
 class EncoderBackwardPlan {
  public:
-  // Groups the N positions by token (a stable sort). Reuses its buffers: no
-  // allocation once they have grown to N.
+  // Groups the N positions by token (a stable sort: positions in order within
+  // a group). Reuses its buffers: no allocation once they have grown to N.
   void build(const int32_t* host_tokens, int N);
   int groups() const { return int(group_token_.size()); }
-  // The plan as one block of int32 (position order, group starts, group
-  // tokens) for the kernel; copy it to the device as is.
+  // The plan as one block of 3N + 1 int32 for the kernel, at offsets fixed by
+  // N alone: the positions in group order [0, N), the groups' starts in that
+  // order [N, N + groups + 1), the groups' tokens [2N + 1, 2N + 1 + groups),
+  // zeros after. Its size depends only on N, so the device buffer it is
+  // copied to (as is) never grows after the first step.
   const int32_t* packed() const { return packed_.data(); }
   size_t packed_bytes() const { return packed_.size() * sizeof(int32_t); }
 

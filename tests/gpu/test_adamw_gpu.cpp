@@ -1,10 +1,14 @@
 // The CUDA AdamW step against the CPU one: every stored bit equal for every
-// preset (and SR-moment variants), telemetry counts equal, sums equal to
-// rounding. Skips with the reason when no CUDA device is present.
+// preset (and SR-moment variants), on a shard of the flat buffer and on a
+// range split into shards stepped separately; telemetry counts equal, sums
+// equal to rounding. The step runs as the backend runs it: a plan uploaded
+// once, telemetry left in device memory. Skips with the reason when no CUDA
+// device is present.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -112,6 +116,27 @@ struct DeviceArrays {
   size_t bytes[6] = {};
 };
 
+// One device allocation, freed on scope exit.
+struct DeviceBlock {
+  explicit DeviceBlock(size_t bytes) : bytes(bytes), ptr(cuda::device_malloc(bytes)) {}
+  ~DeviceBlock() { cuda::device_free(ptr); }
+  DeviceBlock(const DeviceBlock&) = delete;
+  DeviceBlock& operator=(const DeviceBlock&) = delete;
+  size_t bytes;
+  void* ptr;
+};
+
+// The step's plan of [begin, end) on the device, uploaded once.
+struct DevicePlan : DeviceBlock {
+  DevicePlan(const std::vector<ParamSegment>& segs, size_t begin, size_t end)
+      : DeviceBlock(cuda::adamw_plan_bytes(segs.data(), segs.size(), begin, end)) {
+    const std::vector<unsigned char> image =
+        cuda::adamw_plan_image(segs.data(), segs.size(), begin, end);
+    EXPECT_EQ(image.size(), bytes);
+    cuda::copy_to_device(ptr, image.data(), image.size());
+  }
+};
+
 AdamWHyper hyper(uint64_t step) {
   AdamWHyper h{};
   h.lr = 1e-3f;
@@ -151,13 +176,16 @@ TEST_P(AdamWGpu, BitIdenticalToCpu) {
       {0, 100001, true}, {100001, 499, false}, {100500, 400000, true}, {500500, n - 500500, false}};
   HostArrays host(rule, n - begin, 7);
   DeviceArrays device(host);
+  DevicePlan plan(segs, begin, n);
+  DeviceBlock telemetry(sizeof(AdamWTelemetry));
   for (uint64_t step = 1; step <= 3; ++step) {
     const AdamWHyper h = hyper(step);
     AdamWTelemetry tc, tg;
     cpu::adamw_step(rule, host.buffers(0, b), segs.data(), segs.size(), begin, n, h, &tc);
-    cuda::adamw_step(rule, device.buffers(), segs.data(), segs.size(), begin, n, h,
-                     step == 2 ? nullptr : &tg, stream_);
+    cuda::adamw_step(rule, device.buffers(), plan.ptr, begin, n, h, nullptr,
+                     step == 2 ? nullptr : static_cast<AdamWTelemetry*>(telemetry.ptr), stream_);
     cuda::stream_synchronize(stream_);
+    cuda::copy_to_host(&tg, telemetry.ptr, sizeof tg);
     const char* names[6] = {"weights", "grads", "master", "m", "v", "kahan"};
     for (int k = 0; k < 6; ++k) {
       EXPECT_TRUE(device.download(k) == host.arrays[k]) << names[k] << " differ at step " << step;
@@ -174,6 +202,38 @@ TEST_P(AdamWGpu, BitIdenticalToCpu) {
   }
 }
 
+TEST_P(AdamWGpu, ShardsStepLikeTheWholeRange) {
+  // ZeRO-1: each rank steps its shard with its own plan; the shards together
+  // store the bits of one unsharded CPU step (SR bits follow the global index).
+  const AdamWRule rule = strategy_from_string(GetParam()).rule;
+  const AdamWArrayBytes b = adamw_array_bytes(rule);
+  const size_t n = 20011;
+  const std::vector<ParamSegment> segs = {
+      {0, 5003, true}, {5003, 7000, false}, {12003, 8008, true}};
+  // Boundaries inside an SR group, inside a warp tile, and at a block tile.
+  const size_t cuts[] = {0, 4099, 6147, 12003, 16384, n};
+  HostArrays host(rule, n, 9);
+  DeviceArrays device(host);
+  const AdamWHyper h = hyper(5);
+  cpu::adamw_step(rule, host.buffers(0, b), segs.data(), segs.size(), 0, n, h, nullptr);
+  for (size_t s = 0; s + 1 < std::size(cuts); ++s) {
+    DevicePlan plan(segs, cuts[s], cuts[s + 1]);
+    AdamWBuffers shard = device.buffers();
+    void** arrays[6] = {&shard.weights, &shard.grads, &shard.master,
+                        &shard.m,       &shard.v,     &shard.kahan};
+    const size_t es[6] = {b.weights, b.grads, b.master, b.m, b.v, b.kahan};
+    for (int k = 0; k < 6; ++k) {
+      if (*arrays[k]) *arrays[k] = static_cast<char*>(*arrays[k]) + cuts[s] * es[k];
+    }
+    cuda::adamw_step(rule, shard, plan.ptr, cuts[s], cuts[s + 1], h, nullptr, nullptr, stream_);
+    cuda::stream_synchronize(stream_);  // before the plan is freed
+  }
+  const char* names[6] = {"weights", "grads", "master", "m", "v", "kahan"};
+  for (int k = 0; k < 6; ++k) {
+    EXPECT_TRUE(device.download(k) == host.arrays[k]) << names[k] << " differ";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Strategies, AdamWGpu, ::testing::ValuesIn(kSpecs),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string name;
@@ -186,10 +246,26 @@ TEST(AdamWGpuCalls, RejectsMalformedCallsWithoutTouchingTheDevice) {
   const AdamWRule rule = strategy_from_string("bf16-sr").rule;
   const std::vector<ParamSegment> segs = {{0, 10, true}};
   AdamWBuffers none{};
-  EXPECT_THROW(cuda::adamw_step(rule, none, segs.data(), 1, 0, 10, hyper(1), nullptr, nullptr),
+  int host_word = 0;  // a non-null address the calls below must never reach
+  void* p = &host_word;
+  const AdamWBuffers some{p, p, nullptr, p, p, nullptr};
+  // Missing buffers.
+  EXPECT_THROW(cuda::adamw_step(rule, none, p, 0, 10, hyper(1), nullptr, nullptr, nullptr),
                std::invalid_argument);
-  EXPECT_THROW(cuda::adamw_step(rule, none, segs.data(), 1, 0, 20, hyper(1), nullptr, nullptr),
+  // No plan for a non-empty range.
+  EXPECT_THROW(cuda::adamw_step(rule, some, nullptr, 0, 10, hyper(1), nullptr, nullptr, nullptr),
                std::invalid_argument);
+  // begin > end, and a step past the random-bits contract.
+  EXPECT_THROW(cuda::adamw_step(rule, some, p, 10, 0, hyper(1), nullptr, nullptr, nullptr),
+               std::invalid_argument);
+  EXPECT_THROW(
+      cuda::adamw_step(rule, some, p, 0, 10, hyper(kSrMaxStep + 1), nullptr, nullptr, nullptr),
+      std::invalid_argument);
+  // Segments that end before the range does, or do not start at 0.
+  EXPECT_THROW(cuda::adamw_plan_image(segs.data(), 1, 0, 20), std::invalid_argument);
+  EXPECT_THROW(cuda::adamw_plan_bytes(segs.data(), 1, 0, 20), std::invalid_argument);
+  const ParamSegment late{5, 10, true};
+  EXPECT_THROW(cuda::adamw_plan_image(&late, 1, 5, 15), std::invalid_argument);
 }
 
 }  // namespace

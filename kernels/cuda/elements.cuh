@@ -1,0 +1,152 @@
+// Element access shared by the CUDA kernels of the model ops (pointwise,
+// encoder, layernorm, loss, reduce): fp32 or bf16 storage read as fp32 and
+// written with one round-to-nearest-even (as kernels/cpu/ops.h's to_f32 and
+// from_f32), 8-element chunks moved with 128-bit loads and stores, and the
+// host-side helpers every launcher uses (dtype dispatch, shape checks).
+//
+// Chunks: a kernel that walks a row or an array in 8-element chunks loads a
+// chunk with one (bf16) or two (fp32) 128-bit accesses when the pointer is
+// 16-byte aligned, and element by element otherwise. Both paths hand the same
+// values to the same arithmetic in the same order, so results never depend on
+// the alignment of a buffer (reductions included: a lane owns the same chunks
+// either way).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/common/bf16.h"
+#include "kernels/common/dtype.h"
+#include "kernels/cuda/compat.cuh"
+
+namespace srkit::cuda {
+
+inline constexpr int kChunk = 8;  // elements per chunk: 16 bytes of bf16, 32 of fp32
+
+// ---- single elements ---------------------------------------------------------
+__device__ __forceinline__ float load_f32(const float* p) { return *p; }
+__device__ __forceinline__ float load_f32(const bf16* p) { return bf16_to_float(*p); }
+
+template <typename T>
+__device__ __forceinline__ T from_f32(float x);
+template <>
+__device__ __forceinline__ float from_f32<float>(float x) {
+  return x;
+}
+template <>
+__device__ __forceinline__ bf16 from_f32<bf16>(float x) {
+  return float_to_bf16_rn(x);
+}
+
+template <typename T>
+__device__ __forceinline__ void store_f32(T* p, float x) {
+  *p = from_f32<T>(x);
+}
+
+// Elements of the chunk starting at i0 that lie below n (at most 8).
+__device__ __forceinline__ int chunk_len(size_t n, size_t i0) {
+  return n - i0 < size_t(kChunk) ? int(n - i0) : kChunk;
+}
+
+// ---- 128-bit accesses ----------------------------------------------------------
+struct alignas(16) Raw16 {
+  uint32_t w[4];
+};
+
+// p: 16-byte aligned.
+__device__ __forceinline__ Raw16 load16(const void* p) {
+#if defined(SRKIT_CUDA_EMU)
+  Raw16 r;
+  std::memcpy(&r, p, sizeof r);
+  return r;
+#else
+  const uint4 v = *reinterpret_cast<const uint4*>(p);  // one ld.global.v4
+  return Raw16{{v.x, v.y, v.z, v.w}};
+#endif
+}
+
+__device__ __forceinline__ void store16(void* p, const Raw16& r) {
+#if defined(SRKIT_CUDA_EMU)
+  std::memcpy(p, &r, sizeof r);
+#else
+  *reinterpret_cast<uint4*>(p) = make_uint4(r.w[0], r.w[1], r.w[2], r.w[3]);
+#endif
+}
+
+// Elements [0, 8) of p as floats; p 16-byte aligned.
+__device__ __forceinline__ void load8_aligned(const float* p, float (&x)[kChunk]) {
+  for (int h = 0; h < 2; ++h) {
+    const Raw16 r = load16(p + 4 * h);
+    for (int k = 0; k < 4; ++k) x[4 * h + k] = bits_as_float(r.w[k]);
+  }
+}
+__device__ __forceinline__ void load8_aligned(const bf16* p, float (&x)[kChunk]) {
+  const Raw16 r = load16(p);
+  for (int k = 0; k < 4; ++k) {  // little-endian: element 2k is the low half of word k
+    x[2 * k] = bits_as_float(r.w[k] << 16);
+    x[2 * k + 1] = bits_as_float(r.w[k] & 0xffff0000u);
+  }
+}
+
+// Rounds x[0, 8) to T and stores them at p; p 16-byte aligned.
+__device__ __forceinline__ void store8_aligned(float* p, const float (&x)[kChunk]) {
+  for (int h = 0; h < 2; ++h) {
+    Raw16 r;
+    for (int k = 0; k < 4; ++k) r.w[k] = float_as_bits(x[4 * h + k]);
+    store16(p + 4 * h, r);
+  }
+}
+__device__ __forceinline__ void store8_aligned(bf16* p, const float (&x)[kChunk]) {
+  Raw16 r;
+  for (int k = 0; k < 4; ++k) {
+    r.w[k] = uint32_t(float_to_bf16_rn(x[2 * k]).bits) |
+             (uint32_t(float_to_bf16_rn(x[2 * k + 1]).bits) << 16);
+  }
+  store16(p, r);
+}
+
+// The n <= 8 elements at p (elements past n read as 0): one 128-bit path when
+// kVec (the caller guarantees alignment and n == 8), else element by element.
+template <bool kVec, typename T>
+__device__ __forceinline__ void load_chunk(const T* p, int n, float (&x)[kChunk]) {
+  if (kVec) {
+    load8_aligned(p, x);
+  } else {
+    for (int k = 0; k < kChunk; ++k) x[k] = k < n ? load_f32(p + k) : 0.0f;
+  }
+}
+
+template <bool kVec, typename T>
+__device__ __forceinline__ void store_chunk(T* p, int n, const float (&x)[kChunk]) {
+  if (kVec) {
+    store8_aligned(p, x);
+  } else {
+    for (int k = 0; k < kChunk && k < n; ++k) store_f32(p + k, x[k]);
+  }
+}
+
+// ---- host helpers --------------------------------------------------------------
+inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+// f(T{}) with T = float or bf16, the storage type dt names.
+template <typename F>
+void with_dtype(DType dt, F&& f) {
+  if (dt == DType::kF32) {
+    f(float{});
+  } else {
+    f(bf16{});
+  }
+}
+
+// Throws std::invalid_argument "<op>: bad shape A=.. B=.. (expected ...)" unless ok.
+inline void check_shape(bool ok, const char* op, const std::string& shape, const char* expected) {
+  if (!ok) {
+    throw std::invalid_argument(std::string(op) + ": bad shape " + shape + " (expected " +
+                                expected + ")");
+  }
+}
+
+}  // namespace srkit::cuda

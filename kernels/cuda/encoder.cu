@@ -1,0 +1,116 @@
+// The deterministic embedding backward (kernels/cuda/encoder.h), bit-equal to
+// kernels/cpu/ops_encoder.cpp: each output element is owned by one thread,
+// which adds the rows of dout that feed it in position order, in fp32 from
+// 0.0f, then rounds once into the stored gradient: the CPU's sums, term for
+// term. No atomics: the grouping of positions by token comes from the host's
+// plan (EncoderBackwardPlan), so no device sort either.
+//
+// Shape: one work item per (output row, 8-column chunk) (per column when C is
+// not a multiple of 8 or a table is unaligned); the output rows are the T rows
+// of dwpe, then one row of dwte per distinct token. Items of a row are
+// consecutive, so a warp reads 32 consecutive chunks of each dout row it adds
+// (128-bit loads). A group's positions are added serially: the order is the
+// contract; a token that fills much of the batch makes its row's items long.
+#include <algorithm>
+#include <numeric>
+
+#include "kernels/cuda/elements.cuh"
+#include "kernels/cuda/encoder.h"
+#include "kernels/cuda/launch.cuh"
+
+namespace srkit::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr size_t kMaxBlocks = 8192;
+
+template <typename T, bool kVec>
+__global__ void encoder_backward_kernel(T* dwte, T* dwpe, const T* dout, const int32_t* plan,
+                                        int groups, int B, int Tn, int C) {
+  const size_t N = size_t(B) * size_t(Tn);
+  const int32_t* order = plan;
+  const int32_t* start = plan + N;
+  const int32_t* token = plan + 2 * N + 1;
+  const int width = kVec ? kChunk : 1;
+  const size_t per_row = size_t(C / width);
+  const size_t items = (size_t(Tn) + size_t(groups)) * per_row;
+  for (size_t it = size_t(blockIdx.x) * blockDim.x + threadIdx.x; it < items;
+       it += size_t(gridDim.x) * blockDim.x) {
+    const size_t row = it / per_row;
+    const size_t c0 = (it % per_row) * width;
+    float acc[kChunk] = {};
+    float x[kChunk];
+    T* dst;
+    if (row < size_t(Tn)) {  // dwpe[t] += sum over b of dout[b, t]
+      for (int b = 0; b < B; ++b) {
+        load_chunk<kVec>(dout + (size_t(b) * Tn + row) * C + c0, width, x);
+        for (int k = 0; k < width; ++k) acc[k] += x[k];
+      }
+      dst = dwpe + row * C + c0;
+    } else {  // dwte[token] += sum over the group's positions
+      const size_t g = row - size_t(Tn);
+      for (int j = start[g]; j < start[g + 1]; ++j) {
+        load_chunk<kVec>(dout + size_t(order[j]) * C + c0, width, x);
+        for (int k = 0; k < width; ++k) acc[k] += x[k];
+      }
+      dst = dwte + size_t(token[g]) * C + c0;
+    }
+    load_chunk<kVec>(dst, width, x);
+    for (int k = 0; k < width; ++k) x[k] = x[k] + acc[k];
+    store_chunk<kVec>(dst, width, x);
+  }
+}
+
+}  // namespace
+
+void EncoderBackwardPlan::build(const int32_t* host_tokens, int N) {
+  const size_t n = N > 0 ? size_t(N) : 0;
+  // Stable by construction: ties in the token are ordered by position, and
+  // std::sort works in place (std::stable_sort would allocate a buffer).
+  order_.resize(n);
+  std::iota(order_.begin(), order_.end(), 0);
+  std::sort(order_.begin(), order_.end(), [host_tokens](int32_t a, int32_t b) {
+    return host_tokens[a] < host_tokens[b] || (host_tokens[a] == host_tokens[b] && a < b);
+  });
+  group_start_.clear();
+  group_token_.clear();
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t tok = host_tokens[order_[i]];
+    if (i == 0 || tok != host_tokens[order_[i - 1]]) {
+      group_start_.push_back(int32_t(i));
+      group_token_.push_back(tok);
+    }
+  }
+  group_start_.push_back(int32_t(n));
+  packed_.assign(3 * n + 1, 0);
+  std::copy(order_.begin(), order_.end(), packed_.begin());
+  std::copy(group_start_.begin(), group_start_.end(), packed_.begin() + n);
+  std::copy(group_token_.begin(), group_token_.end(), packed_.begin() + 2 * n + 1);
+}
+
+void encoder_backward(DType dt, void* dwte, void* dwpe, const void* dout, const void* device_plan,
+                      int groups, int B, int T, int C, Stream stream) {
+  check_shape(B > 0 && T > 0 && C > 0, "encoder_backward",
+              "B=" + std::to_string(B) + " T=" + std::to_string(T) + " C=" + std::to_string(C),
+              "all > 0");
+  const bool vec = C % kChunk == 0 && aligned16(dwte) && aligned16(dwpe) && aligned16(dout);
+  const size_t items = (size_t(T) + size_t(groups)) * size_t(vec ? C / kChunk : C);
+  const unsigned blocks =
+      unsigned(std::max<size_t>(1, std::min(kMaxBlocks, (items + kThreads - 1) / kThreads)));
+  const auto* plan = static_cast<const int32_t*>(device_plan);
+  with_dtype(dt, [&](auto tag) {
+    using S = decltype(tag);
+    auto* te = static_cast<S*>(dwte);
+    auto* pe = static_cast<S*>(dwpe);
+    const auto* g = static_cast<const S*>(dout);
+    if (vec) {
+      launch(encoder_backward_kernel<S, true>, blocks, kThreads, 0, stream, "encoder_backward", te,
+             pe, g, plan, groups, B, T, C);
+    } else {
+      launch(encoder_backward_kernel<S, false>, blocks, kThreads, 0, stream, "encoder_backward", te,
+             pe, g, plan, groups, B, T, C);
+    }
+  });
+}
+
+}  // namespace srkit::cuda

@@ -1,0 +1,321 @@
+// LayerNorm forward, the fused residual + LayerNorm, and backward
+// (kernels/cuda/layernorm.h). Element expressions are the CPU's
+// (kernels/cpu/ops_norm.cpp); the reductions run in an order of their own,
+// fixed by the shape alone, so results are the same bits run to run.
+//
+// Rows (forward, the fused forward, backward's dinp): one warp per row, 8
+// warps (256 threads) a block. Lane l owns the 8-column chunks l, l + 32,
+// l + 64, ... of its row and sums them in column order, then the warp adds the
+// 32 lane sums by a butterfly (warp_sum): no shared memory and no block
+// barrier, and a row of GPT-2's C = 768 (bf16) is 3 chunks a lane, each one
+// 128-bit load when the row is 16-byte aligned. The row is read again for each
+// pass (statistics, then the output); those reads hit L1/L2. Blocks loop over
+// groups of 8 rows so that every warp of a block runs the same shuffles (a
+// warp past the last row runs them on no data and stores nothing).
+//
+// Parameter gradients (dweight, dbias): deterministic without atomics. The N
+// rows are cut into at most kParamChunks fixed chunks of consecutive rows; a
+// first kernel sums each chunk's rows in order, one thread per column (a warp
+// reads 32 consecutive columns of a row: coalesced), into the caller's
+// scratch; a second kernel adds the chunk sums of each column in chunk order
+// and rounds once into the stored gradient, RN(base + sum), as the CPU does.
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/cuda/elements.cuh"
+#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/layernorm.h"
+#include "kernels/cuda/warp.cuh"
+
+namespace srkit::cuda {
+namespace {
+
+constexpr float kEps = 1e-5f;  // GPT-2's LayerNorm epsilon, as the CPU op
+constexpr int kRowWarps = 8;
+constexpr int kRowThreads = kRowWarps * kWarpSize;
+constexpr size_t kMaxRowBlocks = 8192;
+
+// Parameter gradients: at most this many row chunks (enough blocks, with the
+// column tiles, to fill 132 SMs; few enough that the scratch stays small:
+// 128 * 2C floats, 768 KiB at C = 768).
+constexpr int kParamChunks = 128;
+constexpr int kParamThreads = 128;
+
+unsigned row_blocks(int N) {
+  return unsigned(std::min(kMaxRowBlocks, (size_t(N) + kRowWarps - 1) / kRowWarps));
+}
+
+struct ParamPartition {
+  int rows_per_chunk, chunks;
+};
+ParamPartition param_partition(int N) {
+  const int per = (N + kParamChunks - 1) / kParamChunks;
+  return {per, (N + per - 1) / per};
+}
+
+// ---- forward -----------------------------------------------------------------------
+// One row: out = ((x - mean) * rstd) * weight + bias, mean and rstd in fp32
+// (the CPU's expressions). `valid` false: the warp has no row; it still runs
+// every shuffle and writes nothing.
+template <typename T, bool kVec>
+__device__ void layernorm_row(T* out, float* mean, float* rstd, const T* x, const T* weight,
+                              const T* bias, int C, bool valid) {
+  const int lane = lane_id();
+  const int chunks = valid ? (C + kChunk - 1) / kChunk : 0;
+  float v[kChunk];
+  float sum = 0.0f;
+  for (int ch = lane; ch < chunks; ch += kWarpSize) {
+    const int n = chunk_len(size_t(C), size_t(ch) * kChunk);
+    load_chunk<kVec>(x + ch * kChunk, n, v);
+    for (int k = 0; k < n; ++k) sum += v[k];
+  }
+  const float m = warp_sum(sum) / float(C);
+  float sq = 0.0f;
+  for (int ch = lane; ch < chunks; ch += kWarpSize) {
+    const int n = chunk_len(size_t(C), size_t(ch) * kChunk);
+    load_chunk<kVec>(x + ch * kChunk, n, v);
+    for (int k = 0; k < n; ++k) {
+      const float d = v[k] - m;
+      sq += d * d;
+    }
+  }
+  const float s = 1.0f / sqrtf(warp_sum(sq) / float(C) + kEps);
+  for (int ch = lane; ch < chunks; ch += kWarpSize) {
+    const int c0 = ch * kChunk;
+    const int n = chunk_len(size_t(C), size_t(c0));
+    float w[kChunk], b[kChunk];
+    load_chunk<kVec>(x + c0, n, v);
+    load_chunk<kVec>(weight + c0, n, w);
+    load_chunk<kVec>(bias + c0, n, b);
+    for (int k = 0; k < kChunk; ++k) v[k] = ((v[k] - m) * s) * w[k] + b[k];
+    store_chunk<kVec>(out + c0, n, v);
+  }
+  if (valid && lane == 0) {
+    *mean = m;
+    *rstd = s;
+  }
+}
+
+template <typename T, bool kVec>
+__global__ void __launch_bounds__(kRowThreads)
+    layernorm_forward_kernel(T* out, float* mean, float* rstd, const T* inp, const T* weight,
+                             const T* bias, int N, int C) {
+  for (size_t base = size_t(blockIdx.x) * kRowWarps; base < size_t(N);
+       base += size_t(gridDim.x) * kRowWarps) {
+    const size_t row = base + size_t(warp_id());
+    const bool valid = row < size_t(N);
+    const size_t off = valid ? row * size_t(C) : 0;
+    layernorm_row<T, kVec>(out + off, mean + (valid ? row : 0), rstd + (valid ? row : 0), inp + off,
+                           weight, bias, C, valid);
+  }
+}
+
+// residual = RN(a + b), stored, then layernorm_row on the stored residual: the
+// lane that reads a chunk of the residual back is the one that wrote it (the
+// same ownership of chunks), so it sees the rounded values residual_forward
+// would have stored, and every bit equals residual_forward + layernorm_forward.
+template <typename T, bool kVec>
+__global__ void __launch_bounds__(kRowThreads)
+    residual_layernorm_kernel(T* residual, T* out, float* mean, float* rstd, const T* a, const T* b,
+                              const T* weight, const T* bias, int N, int C) {
+  const int lane = lane_id();
+  for (size_t base = size_t(blockIdx.x) * kRowWarps; base < size_t(N);
+       base += size_t(gridDim.x) * kRowWarps) {
+    const size_t row = base + size_t(warp_id());
+    const bool valid = row < size_t(N);
+    const size_t off = valid ? row * size_t(C) : 0;
+    const int chunks = valid ? (C + kChunk - 1) / kChunk : 0;
+    for (int ch = lane; ch < chunks; ch += kWarpSize) {
+      const size_t c0 = off + size_t(ch) * kChunk;
+      const int n = chunk_len(size_t(C), size_t(ch) * kChunk);
+      float xa[kChunk], xb[kChunk];
+      load_chunk<kVec>(a + c0, n, xa);
+      load_chunk<kVec>(b + c0, n, xb);
+      for (int k = 0; k < kChunk; ++k) xa[k] = xa[k] + xb[k];
+      store_chunk<kVec>(residual + c0, n, xa);
+    }
+    layernorm_row<T, kVec>(out + off, mean + (valid ? row : 0), rstd + (valid ? row : 0),
+                           residual + off, weight, bias, C, valid);
+  }
+}
+
+// ---- backward ----------------------------------------------------------------------
+// dinp of one row: with norm = (x - mean) * rstd and dnorm = weight * dout,
+// dx = ((dnorm - mean(dnorm)) - norm * mean(dnorm * norm)) * rstd, stored as
+// RN(base + dx) (the CPU's expressions).
+template <typename T, bool kVec, bool kAccumulate>
+__global__ void __launch_bounds__(kRowThreads)
+    layernorm_backward_dinp_kernel(T* dinp, const T* dout, const T* inp, const T* weight,
+                                   const float* mean, const float* rstd, int N, int C) {
+  const int lane = lane_id();
+  for (size_t base = size_t(blockIdx.x) * kRowWarps; base < size_t(N);
+       base += size_t(gridDim.x) * kRowWarps) {
+    const size_t row = base + size_t(warp_id());
+    const bool valid = row < size_t(N);
+    const size_t off = valid ? row * size_t(C) : 0;
+    const int chunks = valid ? (C + kChunk - 1) / kChunk : 0;
+    const float m = valid ? mean[row] : 0.0f, s = valid ? rstd[row] : 0.0f;
+    const T* x = inp + off;
+    const T* g = dout + off;
+    float xv[kChunk], gv[kChunk], wv[kChunk];
+    float dnorm_sum = 0.0f, dnorm_norm_sum = 0.0f;
+    for (int ch = lane; ch < chunks; ch += kWarpSize) {
+      const int c0 = ch * kChunk;
+      const int n = chunk_len(size_t(C), size_t(c0));
+      load_chunk<kVec>(x + c0, n, xv);
+      load_chunk<kVec>(g + c0, n, gv);
+      load_chunk<kVec>(weight + c0, n, wv);
+      for (int k = 0; k < n; ++k) {
+        const float norm = (xv[k] - m) * s;
+        const float dnorm = wv[k] * gv[k];
+        dnorm_sum += dnorm;
+        dnorm_norm_sum += dnorm * norm;
+      }
+    }
+    const float dnorm_mean = warp_sum(dnorm_sum) / float(C);
+    const float dnorm_norm_mean = warp_sum(dnorm_norm_sum) / float(C);
+    T* dx = dinp + off;
+    for (int ch = lane; ch < chunks; ch += kWarpSize) {
+      const int c0 = ch * kChunk;
+      const int n = chunk_len(size_t(C), size_t(c0));
+      float old[kChunk] = {};
+      load_chunk<kVec>(x + c0, n, xv);
+      load_chunk<kVec>(g + c0, n, gv);
+      load_chunk<kVec>(weight + c0, n, wv);
+      if (kAccumulate) load_chunk<kVec>(dx + c0, n, old);
+      for (int k = 0; k < kChunk; ++k) {
+        const float norm = (xv[k] - m) * s;
+        const float dnorm = wv[k] * gv[k];
+        const float d = (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
+        old[k] = (kAccumulate ? old[k] : 0.0f) + d;
+      }
+      store_chunk<kVec>(dx + c0, n, old);
+    }
+  }
+}
+
+// partial[chunk][c] = sum over the chunk's rows of ((x - mean) * rstd) * dout
+// (dweight), partial[chunk][C + c] = sum of dout (dbias), rows in order.
+template <typename T>
+__global__ void __launch_bounds__(kParamThreads)
+    layernorm_param_partials_kernel(float* partial, const T* dout, const T* inp, const float* mean,
+                                    const float* rstd, int N, int C, int rows_per_chunk) {
+  const int c = int(blockIdx.x) * kParamThreads + int(threadIdx.x);
+  if (c >= C) return;  // no barrier or shuffle in this kernel
+  const int chunk = int(blockIdx.y);
+  const int r0 = chunk * rows_per_chunk;
+  const int r1 = N - r0 < rows_per_chunk ? N : r0 + rows_per_chunk;
+  float dw = 0.0f, db = 0.0f;
+  for (int r = r0; r < r1; ++r) {
+    const size_t i = size_t(r) * size_t(C) + size_t(c);
+    const float g = load_f32(dout + i);
+    dw += (load_f32(inp + i) - mean[r]) * rstd[r] * g;
+    db += g;
+  }
+  float* p = partial + size_t(chunk) * 2 * size_t(C);
+  p[c] = dw;
+  p[C + c] = db;
+}
+
+// dweight[c] = RN(base + sum over chunks of partial[chunk][c]), chunks in
+// order; dbias from columns C .. 2C - 1 likewise.
+template <typename T>
+__global__ void layernorm_param_reduce_kernel(T* dweight, T* dbias, const float* partial,
+                                              int chunks, int C, bool accumulate) {
+  const int j = int(blockIdx.x) * int(blockDim.x) + int(threadIdx.x);
+  if (j >= 2 * C) return;  // no barrier or shuffle in this kernel
+  float sum = 0.0f;
+  for (int k = 0; k < chunks; ++k) sum += partial[size_t(k) * 2 * size_t(C) + size_t(j)];
+  T* dst = j < C ? dweight + j : dbias + (j - C);
+  store_f32(dst, (accumulate ? load_f32(dst) : 0.0f) + sum);
+}
+
+}  // namespace
+
+void layernorm_forward(DType dt, void* out, float* mean, float* rstd, const void* inp,
+                       const void* weight, const void* bias, int N, int C, Stream stream) {
+  check_shape(N > 0 && C > 0, "layernorm_forward",
+              "N=" + std::to_string(N) + " C=" + std::to_string(C), "both > 0");
+  const bool vec =
+      C % kChunk == 0 && aligned16(out) && aligned16(inp) && aligned16(weight) && aligned16(bias);
+  with_dtype(dt, [&](auto tag) {
+    using S = decltype(tag);
+    auto* o = static_cast<S*>(out);
+    const auto* x = static_cast<const S*>(inp);
+    const auto* w = static_cast<const S*>(weight);
+    const auto* b = static_cast<const S*>(bias);
+    if (vec) {
+      launch(layernorm_forward_kernel<S, true>, row_blocks(N), kRowThreads, 0, stream,
+             "layernorm_forward", o, mean, rstd, x, w, b, N, C);
+    } else {
+      launch(layernorm_forward_kernel<S, false>, row_blocks(N), kRowThreads, 0, stream,
+             "layernorm_forward", o, mean, rstd, x, w, b, N, C);
+    }
+  });
+}
+
+void residual_layernorm_forward(DType dt, void* residual, void* ln, float* mean, float* rstd,
+                                const void* a, const void* b, const void* weight, const void* bias,
+                                int N, int C, Stream stream) {
+  check_shape(N > 0 && C > 0, "residual_layernorm_forward",
+              "N=" + std::to_string(N) + " C=" + std::to_string(C), "both > 0");
+  const bool vec = C % kChunk == 0 && aligned16(residual) && aligned16(ln) && aligned16(a) &&
+                   aligned16(b) && aligned16(weight) && aligned16(bias);
+  with_dtype(dt, [&](auto tag) {
+    using S = decltype(tag);
+    auto* r = static_cast<S*>(residual);
+    auto* o = static_cast<S*>(ln);
+    const auto* pa = static_cast<const S*>(a);
+    const auto* pb = static_cast<const S*>(b);
+    const auto* w = static_cast<const S*>(weight);
+    const auto* bi = static_cast<const S*>(bias);
+    if (vec) {
+      launch(residual_layernorm_kernel<S, true>, row_blocks(N), kRowThreads, 0, stream,
+             "residual_layernorm_forward", r, o, mean, rstd, pa, pb, w, bi, N, C);
+    } else {
+      launch(residual_layernorm_kernel<S, false>, row_blocks(N), kRowThreads, 0, stream,
+             "residual_layernorm_forward", r, o, mean, rstd, pa, pb, w, bi, N, C);
+    }
+  });
+}
+
+size_t layernorm_backward_scratch_bytes(int N, int C) {
+  if (N <= 0 || C <= 0) return 0;
+  return size_t(param_partition(N).chunks) * 2 * size_t(C) * sizeof(float);
+}
+
+void layernorm_backward(DType dt, void* dinp, GradWrite dinp_mode, void* dweight, void* dbias,
+                        GradWrite param_mode, const void* dout, const void* inp, const void* weight,
+                        const float* mean, const float* rstd, int N, int C, void* scratch,
+                        Stream stream) {
+  check_shape(N > 0 && C > 0, "layernorm_backward",
+              "N=" + std::to_string(N) + " C=" + std::to_string(C), "both > 0");
+  const bool vec =
+      C % kChunk == 0 && aligned16(dinp) && aligned16(dout) && aligned16(inp) && aligned16(weight);
+  const bool acc_dinp = dinp_mode == GradWrite::kAccumulate;
+  const ParamPartition part = param_partition(N);
+  auto* partial = static_cast<float*>(scratch);
+  with_dtype(dt, [&](auto tag) {
+    using S = decltype(tag);
+    auto* dx = static_cast<S*>(dinp);
+    const auto* g = static_cast<const S*>(dout);
+    const auto* x = static_cast<const S*>(inp);
+    const auto* w = static_cast<const S*>(weight);
+    auto dinp_kernel = vec ? (acc_dinp ? layernorm_backward_dinp_kernel<S, true, true>
+                                       : layernorm_backward_dinp_kernel<S, true, false>)
+                           : (acc_dinp ? layernorm_backward_dinp_kernel<S, false, true>
+                                       : layernorm_backward_dinp_kernel<S, false, false>);
+    launch(dinp_kernel, row_blocks(N), kRowThreads, 0, stream, "layernorm_backward (dinp)", dx, g,
+           x, w, mean, rstd, N, C);
+    const dim3 grid(unsigned((C + kParamThreads - 1) / kParamThreads), unsigned(part.chunks));
+    launch(layernorm_param_partials_kernel<S>, grid, kParamThreads, 0, stream,
+           "layernorm_backward (parameter partials)", partial, g, x, mean, rstd, N, C,
+           part.rows_per_chunk);
+    const int threads = 256;
+    launch(layernorm_param_reduce_kernel<S>, unsigned((2 * C + threads - 1) / threads), threads, 0,
+           stream, "layernorm_backward (parameter sums)", static_cast<S*>(dweight),
+           static_cast<S*>(dbias), partial, part.chunks, C, param_mode == GradWrite::kAccumulate);
+  });
+}
+
+}  // namespace srkit::cuda

@@ -1,0 +1,237 @@
+// Softmax cross-entropy, the fused classifier and the loss mean
+// (kernels/cuda/loss.h), with the CPU op's element expressions
+// (kernels/cpu/ops_loss.cpp): max subtracted, exp_poly, loss = log(sum) -
+// (l[target] - max), dlogits = exp_poly(l - max) * (1 / sum) * dloss and
+// (p - 1) * dloss at the target.
+//
+// Shape: one block per row (rows are up to V = 50304 wide and N = B*T rows
+// give thousands of blocks). Thread t owns the 8-column chunks t, t + threads,
+// ... of the row and reduces them in column order; block_max and block_sum
+// (kernels/cuda/warp.cuh) combine the threads in a fixed order. The threads of
+// a block are enough for the row's chunks, up to 1024 (so 50304 columns are ~6
+// chunks a thread, each one 128-bit load of bf16), and depend on V alone: the
+// forward, the backward and the classifier share row_stats with the same block
+// for the same V, which makes the classifier equal to forward then backward
+// bit for bit. The row is read once for the maximum, once for the sum, and
+// (backward) once more for the gradient: the rereads come from L2.
+//
+// Targets: < 0 ignores the row; >= V is the caller's error (the CPU throws),
+// treated here as ignored so that no read leaves the row.
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/common/math.h"
+#include "kernels/cuda/elements.cuh"
+#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/loss.h"
+#include "kernels/cuda/warp.cuh"
+
+namespace srkit::cuda {
+namespace {
+
+constexpr int kMaxThreads = 1024;
+constexpr unsigned kMaxRowBlocks = 65535;
+
+int row_threads(int V) {
+  const int chunks = (V + kChunk - 1) / kChunk;
+  const int warps = (chunks + kWarpSize - 1) / kWarpSize;
+  return std::min(kMaxThreads, std::max(1, warps) * kWarpSize);
+}
+
+unsigned row_blocks(int N) { return unsigned(std::min<long long>(N, kMaxRowBlocks)); }
+
+struct RowStats {
+  float max, sum;
+};
+
+// The maximum of l[0, V) and the sum of exp_poly(l[v] - max), in the order
+// the header describes. Contains block barriers: every thread calls it.
+template <typename T, bool kVec>
+__device__ RowStats row_stats(const T* l, int V) {
+  const int chunks = (V + kChunk - 1) / kChunk;
+  float x[kChunk];
+  float mx = -INFINITY;
+  for (int ch = int(threadIdx.x); ch < chunks; ch += int(blockDim.x)) {
+    const int n = chunk_len(size_t(V), size_t(ch) * kChunk);
+    // Vector loads may take padding columns past V (never past Vp); they are not used.
+    if (kVec) {
+      load8_aligned(l + ch * kChunk, x);
+    } else {
+      load_chunk<false>(l + ch * kChunk, n, x);
+    }
+    for (int k = 0; k < n; ++k) mx = mx < x[k] ? x[k] : mx;
+  }
+  mx = block_max(mx, -INFINITY);
+  float sum = 0.0f;
+  for (int ch = int(threadIdx.x); ch < chunks; ch += int(blockDim.x)) {
+    const int n = chunk_len(size_t(V), size_t(ch) * kChunk);
+    if (kVec) {
+      load8_aligned(l + ch * kChunk, x);
+    } else {
+      load_chunk<false>(l + ch * kChunk, n, x);
+    }
+    for (int k = 0; k < n; ++k) sum += exp_poly(x[k] - mx);
+  }
+  sum = block_sum(sum);
+  return {mx, sum};
+}
+
+// -log softmax[target] = log(sum) - (l[target] - max).
+__device__ __forceinline__ float row_loss(const RowStats& st, float l_target) {
+  return logf(st.sum) - (l_target - st.max);
+}
+
+// d[0, Vp) of a row whose target is valid: (softmax - onehot) * dloss on
+// [0, V), zeros on the padding. l_target was read before any thread of the
+// block could write (d may alias l: each element is read, then written, by
+// the thread that owns it).
+template <typename T, bool kVec>
+__device__ void row_gradient(T* d, const T* l, const RowStats& st, int target, float l_target,
+                             float dloss, int V, int Vp) {
+  const float inv = 1.0f / st.sum;
+  const int chunks = (Vp + kChunk - 1) / kChunk;
+  for (int ch = int(threadIdx.x); ch < chunks; ch += int(blockDim.x)) {
+    const int c0 = ch * kChunk;
+    const int n = chunk_len(size_t(Vp), size_t(c0));
+    float x[kChunk];
+    load_chunk<kVec>(l + c0, n, x);
+    for (int k = 0; k < kChunk; ++k) {
+      const int v = c0 + k;
+      if (v >= V) {
+        x[k] = 0.0f;
+      } else if (v == target) {
+        x[k] = (exp_poly(l_target - st.max) * inv - 1.0f) * dloss;
+      } else {
+        x[k] = exp_poly(x[k] - st.max) * inv * dloss;
+      }
+    }
+    store_chunk<kVec>(d + c0, n, x);
+  }
+}
+
+// Zeros over d[0, Vp): an ignored row.
+template <typename T, bool kVec>
+__device__ void row_zero(T* d, int Vp) {
+  const int chunks = (Vp + kChunk - 1) / kChunk;
+  const float z[kChunk] = {};
+  for (int ch = int(threadIdx.x); ch < chunks; ch += int(blockDim.x)) {
+    const int c0 = ch * kChunk;
+    store_chunk<kVec>(d + c0, chunk_len(size_t(Vp), size_t(c0)), z);
+  }
+}
+
+// Each block takes rows blockIdx.x, + gridDim.x, ...: the branch on a row's
+// target is the same for every thread of the block, so the barriers inside
+// row_stats are reached by all of them or by none.
+// __launch_bounds__: a row may take 1024 threads, so at most 64 registers each.
+template <typename T, bool kVec>
+__global__ void __launch_bounds__(kMaxThreads)
+    crossentropy_forward_kernel(float* losses, const T* logits, const int32_t* targets, int N,
+                                int V, int Vp) {
+  for (int row = int(blockIdx.x); row < N; row += int(gridDim.x)) {
+    const int target = targets[row];
+    if (target < 0 || target >= V) {
+      if (threadIdx.x == 0) losses[row] = 0.0f;
+      continue;
+    }
+    const T* l = logits + size_t(row) * size_t(Vp);
+    const float l_target = load_f32(l + target);
+    const RowStats st = row_stats<T, kVec>(l, V);
+    if (threadIdx.x == 0) losses[row] = row_loss(st, l_target);
+  }
+}
+
+// The backward (kLoss false) and the classifier (kLoss true: the loss as the
+// forward computes it, then the gradient over the logits in place).
+template <typename T, bool kVec, bool kLoss>
+__global__ void __launch_bounds__(kMaxThreads)
+    crossentropy_backward_kernel(T* dlogits, float* losses, const T* logits, const int32_t* targets,
+                                 float dloss, int N, int V, int Vp) {
+  for (int row = int(blockIdx.x); row < N; row += int(gridDim.x)) {
+    const int target = targets[row];
+    T* d = dlogits + size_t(row) * size_t(Vp);
+    if (target < 0 || target >= V) {
+      if (kLoss && threadIdx.x == 0) losses[row] = 0.0f;
+      row_zero<T, kVec>(d, Vp);
+      continue;
+    }
+    const T* l = logits + size_t(row) * size_t(Vp);
+    const float l_target = load_f32(l + target);  // before row_stats' barriers: d may alias l
+    const RowStats st = row_stats<T, kVec>(l, V);
+    if (kLoss && threadIdx.x == 0) losses[row] = row_loss(st, l_target);
+    row_gradient<T, kVec>(d, l, st, target, l_target, dloss, V, Vp);
+  }
+}
+
+// One block: thread t adds rows t, t + threads, ... in fp64, block_sum adds
+// the threads in a fixed order.
+constexpr int kMeanThreads = 256;
+__global__ void __launch_bounds__(kMeanThreads)
+    mean_loss_kernel(const float* losses, const int32_t* targets, int N, int count, double* out) {
+  double sum = 0.0;
+  for (int i = int(threadIdx.x); i < N; i += kMeanThreads) {
+    sum += targets[i] >= 0 ? double(losses[i]) : 0.0;
+  }
+  sum = block_sum(sum);
+  if (threadIdx.x == 0) *out = count > 0 ? sum / double(count) : 0.0;
+}
+
+void check_ce_shape(const char* op, int N, int V, int Vp) {
+  check_shape(N > 0 && V > 0 && Vp >= V, op,
+              "N=" + std::to_string(N) + " V=" + std::to_string(V) + " Vp=" + std::to_string(Vp),
+              "N > 0 and 0 < V <= Vp");
+}
+
+// The vector path needs every row 16-byte aligned and whole chunks inside
+// the row: Vp a multiple of 8 and aligned bases.
+bool rows_vectorizable(int Vp, const void* a, const void* b) {
+  return Vp % kChunk == 0 && aligned16(a) && aligned16(b);
+}
+
+template <bool kLoss>
+void backward_like(const char* name, DType dt, void* dlogits, float* losses, const void* logits,
+                   const int32_t* targets, float dloss, int N, int V, int Vp, Stream stream) {
+  check_ce_shape(name, N, V, Vp);
+  const bool vec = rows_vectorizable(Vp, logits, dlogits);
+  with_dtype(dt, [&](auto tag) {
+    using S = decltype(tag);
+    auto kernel = vec ? crossentropy_backward_kernel<S, true, kLoss>
+                      : crossentropy_backward_kernel<S, false, kLoss>;
+    launch(kernel, row_blocks(N), row_threads(V), 0, stream, name, static_cast<S*>(dlogits), losses,
+           static_cast<const S*>(logits), targets, dloss, N, V, Vp);
+  });
+}
+
+}  // namespace
+
+void crossentropy_forward(DType dt, float* losses, const void* logits, const int32_t* targets,
+                          int N, int V, int Vp, Stream stream) {
+  check_ce_shape("crossentropy_forward", N, V, Vp);
+  const bool vec = rows_vectorizable(Vp, logits, logits);
+  with_dtype(dt, [&](auto tag) {
+    using S = decltype(tag);
+    auto kernel =
+        vec ? crossentropy_forward_kernel<S, true> : crossentropy_forward_kernel<S, false>;
+    launch(kernel, row_blocks(N), row_threads(V), 0, stream, "crossentropy_forward", losses,
+           static_cast<const S*>(logits), targets, N, V, Vp);
+  });
+}
+
+void crossentropy_backward(DType dt, void* dlogits, const void* logits, const int32_t* targets,
+                           float dloss, int N, int V, int Vp, Stream stream) {
+  backward_like<false>("crossentropy_backward", dt, dlogits, nullptr, logits, targets, dloss, N, V,
+                       Vp, stream);
+}
+
+void classifier(DType dt, void* logits, float* losses, const int32_t* targets, float dloss, int N,
+                int V, int Vp, Stream stream) {
+  backward_like<true>("classifier", dt, logits, losses, logits, targets, dloss, N, V, Vp, stream);
+}
+
+void mean_loss(const float* losses, const int32_t* targets, int N, int count, double* out,
+               Stream stream) {
+  launch(mean_loss_kernel, 1, kMeanThreads, 0, stream, "mean_loss", losses, targets, std::max(N, 0),
+         count, out);
+}
+
+}  // namespace srkit::cuda
