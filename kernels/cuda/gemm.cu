@@ -33,13 +33,14 @@
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/scratch_sizes.h"
 #include "kernels/cuda/storage.cuh"
 
 namespace srkit::cuda {
 namespace {
 
 // Hopper's recommended cuBLASLt workspace; allocated once per Gemm.
-constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+constexpr size_t kWorkspaceBytes = kGemmWorkspaceBytes;
 // No preference covers the bias pointer, and the epilogue kernels load it in
 // 16-byte vectors: a less aligned bias goes through the broadcast path.
 constexpr uint32_t kBiasAlignment = 16;
@@ -153,24 +154,6 @@ constexpr int kThreads = 256;
 // order. No atomics, the same bits every run. The chunk height aims at about
 // kBiasTargetBlocks blocks so that the 132 SMs of an H200 stay busy when
 // N = B*T is large and OC small.
-constexpr int64_t kBiasTargetBlocks = 1024;
-constexpr int kBiasMinRows = 32;
-
-struct BiasGrid {
-  int column_blocks = 1, rows_per_chunk = 1, chunks = 1;
-};
-
-BiasGrid bias_grid(int N, int OC) {
-  BiasGrid g;
-  g.column_blocks = (OC + kThreads - 1) / kThreads;
-  int64_t rows = (int64_t(N) * g.column_blocks + kBiasTargetBlocks - 1) / kBiasTargetBlocks;
-  rows = std::max<int64_t>(rows, (int64_t(N) + 65534) / 65535);  // gridDim.y <= 65535
-  rows = std::max<int64_t>(kBiasMinRows, (rows + kBiasMinRows - 1) / kBiasMinRows * kBiasMinRows);
-  g.rows_per_chunk = int(std::min<int64_t>(rows, N));
-  g.chunks = int((int64_t(N) + g.rows_per_chunk - 1) / g.rows_per_chunk);
-  return g;
-}
-
 template <typename T>
 __global__ void column_chunk_sums(const T* __restrict__ x, int N, int OC, int rows_per_chunk,
                                   float* __restrict__ partial) {
@@ -358,8 +341,7 @@ void Gemm::matmul_forward(DType dt, void* out, const void* inp, const void* weig
 
 size_t Gemm::matmul_backward_scratch_bytes(int N, int OC) const {
   check_matmul_shape("matmul_backward", N, 1, OC);
-  const BiasGrid g = bias_grid(N, OC);
-  return size_t(g.chunks) * size_t(OC) * sizeof(float);
+  return matmul_dbias_scratch_bytes(N, OC);
 }
 
 void Gemm::matmul_backward(DType dt, void* dinp, GradWrite dinp_mode, void* dweight, void* dbias,

@@ -14,7 +14,7 @@
 // warp past the last row runs them on no data and stores nothing).
 //
 // Parameter gradients (dweight, dbias): deterministic without atomics. The N
-// rows are cut into at most kParamChunks fixed chunks of consecutive rows; a
+// rows are cut into at most kLayernormChunks fixed chunks of consecutive rows; a
 // first kernel sums each chunk's rows in order, one thread per column (a warp
 // reads 32 consecutive columns of a row: coalesced), into the caller's
 // scratch; a second kernel adds the chunk sums of each column in chunk order
@@ -25,6 +25,7 @@
 #include "kernels/cuda/elements.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/layernorm.h"
+#include "kernels/cuda/scratch_sizes.h"
 #include "kernels/cuda/warp.cuh"
 
 namespace srkit::cuda {
@@ -38,19 +39,10 @@ constexpr size_t kMaxRowBlocks = 8192;
 // Parameter gradients: at most this many row chunks (enough blocks, with the
 // column tiles, to fill 132 SMs; few enough that the scratch stays small:
 // 128 * 2C floats, 768 KiB at C = 768).
-constexpr int kParamChunks = 128;
 constexpr int kParamThreads = 128;
 
 unsigned row_blocks(int N) {
   return unsigned(std::min(kMaxRowBlocks, (size_t(N) + kRowWarps - 1) / kRowWarps));
-}
-
-struct ParamPartition {
-  int rows_per_chunk, chunks;
-};
-ParamPartition param_partition(int N) {
-  const int per = (N + kParamChunks - 1) / kParamChunks;
-  return {per, (N + per - 1) / per};
 }
 
 // ---- forward -----------------------------------------------------------------------
@@ -279,11 +271,6 @@ void residual_layernorm_forward(DType dt, void* residual, void* ln, float* mean,
   });
 }
 
-size_t layernorm_backward_scratch_bytes(int N, int C) {
-  if (N <= 0 || C <= 0) return 0;
-  return size_t(param_partition(N).chunks) * 2 * size_t(C) * sizeof(float);
-}
-
 void layernorm_backward(DType dt, void* dinp, GradWrite dinp_mode, void* dweight, void* dbias,
                         GradWrite param_mode, const void* dout, const void* inp, const void* weight,
                         const float* mean, const float* rstd, int N, int C, void* scratch,
@@ -293,7 +280,7 @@ void layernorm_backward(DType dt, void* dinp, GradWrite dinp_mode, void* dweight
   const bool vec =
       C % kChunk == 0 && aligned16(dinp) && aligned16(dout) && aligned16(inp) && aligned16(weight);
   const bool acc_dinp = dinp_mode == GradWrite::kAccumulate;
-  const ParamPartition part = param_partition(N);
+  const LayernormPartition part = layernorm_partition(N);
   auto* partial = static_cast<float*>(scratch);
   with_dtype(dt, [&](auto tag) {
     using S = decltype(tag);

@@ -8,6 +8,7 @@
 
 #include "kernels/common/dtype.h"
 #include "kernels/common/grad_write.h"
+#include "kernels/cuda/scratch_sizes.h"
 #include "kernels/cuda/stream.h"
 
 namespace srkit::cuda {
@@ -21,12 +22,12 @@ void residual_layernorm_forward(DType dt, void* residual, void* ln, float* mean,
                                 const void* a, const void* b, const void* weight, const void* bias,
                                 int N, int C, Stream stream);
 
-// Device scratch layernorm_backward needs (the parameter gradients' partial
-// sums, reduced in a fixed order).
-size_t layernorm_backward_scratch_bytes(int N, int C);
+// Device scratch layernorm_backward needs: layernorm_backward_scratch_bytes
+// of kernels/cuda/scratch_sizes.h (the parameter gradients' partial sums,
+// reduced in a fixed order).
 void layernorm_backward(DType dt, void* dinp, GradWrite dinp_mode, void* dweight, void* dbias,
-                        GradWrite param_mode, const void* dout, const void* inp,
-                        const void* weight, const float* mean, const float* rstd, int N, int C,
-                        void* scratch, Stream stream);
+                        GradWrite param_mode, const void* dout, const void* inp, const void* weight,
+                        const float* mean, const float* rstd, int N, int C, void* scratch,
+                        Stream stream);
 
 }  // namespace srkit::cuda

@@ -16,6 +16,7 @@
 #include "kernels/cuda/elements.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/reduce.h"
+#include "kernels/cuda/scratch_sizes.h"
 #include "kernels/cuda/warp.cuh"
 
 namespace srkit::cuda {
@@ -23,10 +24,11 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr size_t kGroupsPerThread = 16;
-constexpr size_t kChunkElems = kChunk * kThreads * kGroupsPerThread;  // 32768
+constexpr size_t kChunkElems = kChunk * kThreads * kGroupsPerThread;
+static_assert(kChunkElems == kSumSquaresChunk, "kernels/cuda/scratch_sizes.h sizes the scratch");
 constexpr unsigned kMaxBlocks = 65535;
 
-size_t chunks_of(size_t n) { return (n + kChunkElems - 1) / kChunkElems; }
+size_t chunks_of(size_t n) { return sum_squares_chunks(n); }
 
 template <typename T, bool kVec>
 __global__ void __launch_bounds__(kThreads)
@@ -68,8 +70,6 @@ __global__ void grad_clip_kernel(const double* records, int world, int accum, fl
 }
 
 }  // namespace
-
-size_t sum_squares_scratch_bytes(size_t n) { return chunks_of(n) * sizeof(double); }
 
 void sum_squares(DType dt, const void* x, size_t n, double* out, void* scratch, Stream stream) {
   const size_t chunks = chunks_of(n);

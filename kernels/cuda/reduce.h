@@ -6,12 +6,13 @@
 
 #include "kernels/common/dtype.h"
 #include "kernels/common/step_record.h"
+#include "kernels/cuda/scratch_sizes.h"
 #include "kernels/cuda/stream.h"
 
 namespace srkit::cuda {
 
-// Device scratch sum_squares needs for n elements (its partial sums).
-size_t sum_squares_scratch_bytes(size_t n);
+// Device scratch sum_squares needs for n elements (its partial sums):
+// sum_squares_scratch_bytes of kernels/cuda/scratch_sizes.h.
 // *out = sum of x[i]^2 in fp64.
 void sum_squares(DType dt, const void* x, size_t n, double* out, void* scratch, Stream stream);
 

@@ -132,17 +132,17 @@ class CudaBackend final : public Backend {
   void matmul_backward(DType dt, void* dinp, GradWrite dinp_mode, void* dweight, void* dbias,
                        GradWrite param_mode, const void* dout, const void* inp, const void* weight,
                        int N, int C, int OC) override {
-    void* ws = scratch(gemm_->matmul_backward_scratch_bytes(N, OC));
-    gemm_->matmul_backward(dt, dinp, dinp_mode, dweight, dbias, param_mode, dout, inp, weight, N,
-                           C, OC, ws);
+    void* ws = dbias ? scratch(gemm_->matmul_backward_scratch_bytes(N, OC)) : nullptr;
+    gemm_->matmul_backward(dt, dinp, dinp_mode, dweight, dbias, param_mode, dout, inp, weight, N, C,
+                           OC, ws);
   }
   void attention_forward(DType dt, void* out, void* state, void* scratch, const void* inp, int B,
                          int T, int C, int NH) override {
     cuda::attention_forward(*gemm_, dt, out, state, scratch, inp, B, T, C, NH, stream_);
   }
   void attention_backward(DType dt, void* dinp, GradWrite dinp_mode, const void* dout,
-                          const void* inp, const void* out, const void* state, void* scratch,
-                          int B, int T, int C, int NH) override {
+                          const void* inp, const void* out, const void* state, void* scratch, int B,
+                          int T, int C, int NH) override {
     cuda::attention_backward(*gemm_, dt, dinp, dinp_mode, dout, inp, out, state, scratch, B, T, C,
                              NH, stream_);
   }
@@ -171,8 +171,8 @@ class CudaBackend final : public Backend {
     cuda::residual_layernorm_forward(dt, residual, ln, mean, rstd, a, b, weight, bias, N, C,
                                      stream_);
   }
-  void classifier(DType dt, void* logits, float* losses, const int32_t* targets, float dloss,
-                  int N, int V, int Vp) override {
+  void classifier(DType dt, void* logits, float* losses, const int32_t* targets, float dloss, int N,
+                  int V, int Vp) override {
     cuda::classifier(dt, logits, losses, targets, dloss, N, V, Vp, stream_);
   }
 
@@ -272,13 +272,20 @@ class CudaBackend final : public Backend {
     if (bytes == 0) return;
     StagingSlot& slot = staging_[next_slot_];
     next_slot_ = (next_slot_ + 1) % kStagingSlots;
-    if (slot.in_flight) cuda::event_synchronize(slot.done);
     if (slot.bytes < bytes) {
-      if (slot.host) cuda::host_free_pinned(slot.host);
-      slot.host = cuda::host_alloc_pinned(bytes);
-      slot.bytes = bytes;
+      // Every slot grows to the largest copy seen so far: which slot a copy
+      // lands in shifts from step to step, so slots that grew one at a time
+      // would keep growing after the first step.
+      for (StagingSlot& s : staging_) {
+        if (s.in_flight) cuda::event_synchronize(s.done);
+        if (s.host) cuda::host_free_pinned(s.host);
+        s.host = cuda::host_alloc_pinned(bytes);
+        s.bytes = bytes;
+        s.in_flight = false;
+      }
       count_workspace_growth();
     }
+    if (slot.in_flight) cuda::event_synchronize(slot.done);
     std::memcpy(slot.host, src, bytes);
     cuda::copy_to_device_async(dst, slot.host, bytes, stream_);
     cuda::event_record(slot.done, stream_);

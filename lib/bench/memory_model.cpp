@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cuda/scratch_sizes.h"
 #include "lib/model/gpt.h"
 #include "lib/model/param_layout.h"
 #include "lib/train/data_parallel.h"
@@ -55,6 +56,19 @@ size_t cpu_gemm_scratch_bytes(const GPTConfig& config, DType dtype, int B, int T
     acc = std::max({acc, n * g.in, g.out * g.in});
   }
   return sizeof(float) * (a + b + out + acc);
+}
+
+size_t cuda_scratch_bytes(const GPTConfig& config, int B, int T, size_t shard_elements) {
+  const int N = B * T, C = config.channels;
+  // One per-call buffer shared by every op (they run in stream order), grown to
+  // the largest request of a step, plus the cuBLASLt workspace.
+  size_t per_call =
+      std::max({cuda::layernorm_backward_scratch_bytes(N, C),
+                cuda::sum_squares_scratch_bytes(shard_elements), cuda::encoder_plan_bytes(N)});
+  for (int oc : {3 * C, C, 4 * C}) {  // the GEMMs with a bias gradient
+    per_call = std::max(per_call, cuda::matmul_dbias_scratch_bytes(N, oc));
+  }
+  return cuda::kGemmWorkspaceBytes + per_call;
 }
 
 namespace {
@@ -129,6 +143,9 @@ MemoryEstimate estimate_memory(const MemoryScenario& s) {
                               : GPT::activation_bytes(s.model, dt, s.batch, T, s.device);
   e.step_record = DataParallel::step_buffer_bytes(s.world, /*grad_accum=*/1);
   e.compute_copies = size_t(s.strategy.transient_bytes_per_param() * double(P));
+  if (s.device == "cuda") {
+    e.scratch = cuda_scratch_bytes(s.model, s.batch, T, shard);
+  }
   if (s.device == "cpu") {
     e.scratch = cpu_gemm_scratch_bytes(s.model, dt, s.batch, T);
     // The MPI communicator's rank-order reduction receives every rank's block

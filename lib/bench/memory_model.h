@@ -10,7 +10,8 @@
 //   kahan               (adamw_array_bytes of the strategy's rule);
 //   activations         GPT::activation_buffers(), the list the model allocates
 //                       (with what the device's attention keeps, attention_sizes);
-//   scratch             the CPU backend's GEMM workspace (see cpu_gemm_scratch_bytes)
+//   scratch             the backend's workspaces (cpu_gemm_scratch_bytes,
+//                       cuda_scratch_bytes)
 //                       and the step record (DataParallel::step_buffer_bytes), plus
 //                       O1's compute copies of weights and gradients (the amp preset);
 //   comm                the MPI communicator's receive buffer (CPU ranks) or
@@ -75,5 +76,12 @@ size_t zero_shard_elements(size_t total, int world);
 // (N = B*T rows; C->3C, C->C, C->4C, 4C->C, C->Vp). fp32 GEMMs use the
 // arrays directly: 0.
 size_t cpu_gemm_scratch_bytes(const GPTConfig& config, DType dtype, int B, int T);
+
+// The CUDA backend's scratch for one training step: the cuBLASLt workspace and
+// its one per-call buffer, grown to the largest request of a step (LayerNorm's
+// and the biases' gradient partials, the gradient norm's partials over the
+// optimizer's shard, the embedding backward's plan; kernels/cuda/scratch_sizes.h).
+// Not counted: the AdamW plan (at most 48 KiB + 16 bytes per decay run).
+size_t cuda_scratch_bytes(const GPTConfig& config, int B, int T, size_t shard_elements);
 
 }  // namespace srkit
