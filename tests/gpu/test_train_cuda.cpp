@@ -161,6 +161,22 @@ TEST_F(TrainCuda, StepsAfterTheFirstAllocateNothingAndReadTheHostOnce) {
   }
 }
 
+#if defined(SRKIT_HAVE_MPI)
+// --comm nccl with one rank (an MPI singleton, no mpirun): the NCCL path of the
+// data-parallel step (record exchange, gradient reduction, ZeRO-1 gathers on
+// the backend's stream) gives the single-process bits.
+TEST_F(TrainCuda, NcclWorldOfOneGivesTheSingleProcessBits) {
+  TrainConfig single = tiny(fresh_dir("nccl_single"), "bf16-sr", 4, "cuda");
+  single.zero = 1;
+  TrainConfig nccl = tiny(fresh_dir("nccl_one"), "bf16-sr", 4, "cuda");
+  nccl.zero = 1;
+  nccl.comm = "nccl";
+  const RunSummary a = Trainer(single).run(), b = Trainer(nccl).run();
+  EXPECT_EQ(b.comm, "nccl");
+  EXPECT_TRUE(read_all(a.checkpoint) == read_all(b.checkpoint));
+}
+#endif
+
 // sr-bench memory --device cuda against what a cuda run allocates: every
 // accounted category exactly, the scratch up to the AdamW plan the model does
 // not count (at most 48 KiB + 16 bytes per decay run).
