@@ -9,7 +9,7 @@
 # and writes at most 8 result files, summary.md (a short table) last. It stops
 # at once, naming why, where there is no GPU or a library is missing.
 set -uo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
+bundle="$(cd "$(dirname "$0")" && pwd)"
 out="$(mkdir -p "${1:-results}" && cd "${1:-results}" && pwd)"
 start=$(date +%s)
 summary="$out/summary.md"
@@ -37,7 +37,7 @@ inventory="$out/inventory.txt"
 {
   echo "host: $(uname -n) $(uname -r)"
   echo "cpu: $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ //')"
-  cat "$here/BUILD.txt" 2>/dev/null
+  cat "$bundle/BUILD.txt" 2>/dev/null
 } >"$inventory"
 if ! command -v nvidia-smi >/dev/null 2>&1; then
   fail "no GPU: nvidia-smi not found (no NVIDIA driver on this machine)"
@@ -47,6 +47,12 @@ if [ $? -ne 0 ] || [ -z "$gpus" ]; then
   fail "no GPU: nvidia-smi lists no device ($(echo "$gpus" | head -1))"
 fi
 echo "gpus: $gpus" >>"$inventory"
+
+# The programs and their libraries, unpacked where they can run.
+[ -f "$bundle/payload.tar.gz" ] || fail "payload.tar.gz missing next to run.sh (make gpu-bundle makes it)"
+here="$(mktemp -d "${TMPDIR:-/tmp}/srkit-bundle.XXXXXX")" || fail "cannot create a temporary folder"
+trap 'rm -rf "$here"' EXIT
+tar -xzf "$bundle/payload.tar.gz" -C "$here" || fail "cannot unpack payload.tar.gz into $here"
 
 # Directories that may hold the CUDA 13 runtime, cuBLASLt and NCCL: the
 # toolkit, the system, and the pip NVIDIA packages of any python3 present.
