@@ -73,9 +73,13 @@ void matmul_forward(T* out, const T* inp, const T* weight, const T* bias, int N,
 // dinp[N,C] += dout @ weight; dweight[OC,C] += dout^T @ inp; dbias[OC] += sum_n dout
 // (dbias may be null; its column sums add the rows in order, in fp32). For bf16:
 // the product is added to the widened old value in fp32, then rounded once.
+// With accumulate_dinp (accumulate_params) false, dinp (dweight and dbias) is
+// written as if it had been zero: the product alone (bf16: rounded once), the
+// old contents ignored (they may be anything, NaN included).
 template <typename T>
 void matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
-                     int N, int C, int OC, Workspace& ws);
+                     int N, int C, int OC, Workspace& ws, bool accumulate_dinp = true,
+                     bool accumulate_params = true);
 
 // Floats of workspace the matmul ops hold for this shape with `threads`
 // OpenMP threads (the larger of forward and backward; the workspace grows to

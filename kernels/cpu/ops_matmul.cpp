@@ -27,18 +27,19 @@ GemmProduct<T> forward_product(T* out, const T* inp, const T* weight, const T* b
   return {N, OC, C, inp, C, false, weight, C, true, out, OC, bias, false};
 }
 
-// dinp[N,C] += dout[N,OC] @ weight[OC,C]; dweight[OC,C] += dout^T @ inp[N,C]
+// dinp[N,C] (+)= dout[N,OC] @ weight[OC,C]; dweight[OC,C] (+)= dout^T @ inp[N,C]
 template <typename T>
 std::array<GemmProduct<T>, 2> backward_products(T* dinp, T* dweight, const T* dout, const T* inp,
-                                                const T* weight, int N, int C, int OC) {
-  return {{{N, C, OC, dout, OC, false, weight, C, false, dinp, C, nullptr, true},
-           {OC, C, N, dout, OC, true, inp, C, false, dweight, C, nullptr, true}}};
+                                                const T* weight, int N, int C, int OC,
+                                                bool accumulate_dinp, bool accumulate_params) {
+  return {{{N, C, OC, dout, OC, false, weight, C, false, dinp, C, nullptr, accumulate_dinp},
+           {OC, C, N, dout, OC, true, inp, C, false, dweight, C, nullptr, accumulate_params}}};
 }
 
-// dst[j] += sum over rows r (in order) of src[r, j], in fp32, rounded once.
+// dst[j] (+)= sum over rows r (in order) of src[r, j], in fp32, rounded once.
 // Columns go to threads in fixed chunks, so no sum's order depends on the team.
 template <typename T>
-void column_sums(T* dst, const T* src, size_t rows, size_t cols) {
+void column_sums(T* dst, const T* src, size_t rows, size_t cols, bool accumulate) {
   constexpr size_t kChunk = 64;
   const size_t chunks = (cols + kChunk - 1) / kChunk;
 #pragma omp parallel for schedule(static) if (parallel : rows * cols >= kParallelMinWork)
@@ -52,7 +53,7 @@ void column_sums(T* dst, const T* src, size_t rows, size_t cols) {
       for (size_t j = 0; j < w; ++j) acc[j] += to_f32(s[j]);
     }
     for (size_t j = 0; j < w; ++j) {
-      dst[c0 + j] = from_f32<T>(to_f32(dst[c0 + j]) + acc[j]);
+      dst[c0 + j] = from_f32<T>(accumulate ? to_f32(dst[c0 + j]) + acc[j] : acc[j]);
     }
   }
 }
@@ -69,18 +70,21 @@ void matmul_forward(T* out, const T* inp, const T* weight, const T* bias, int N,
 
 template <typename T>
 void matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
-                     int N, int C, int OC, Workspace& ws) {
+                     int N, int C, int OC, Workspace& ws, bool accumulate_dinp,
+                     bool accumulate_params) {
   check_shape("matmul_backward", N, C, OC);
-  const auto products = backward_products(dinp, dweight, dout, inp, weight, N, C, OC);
+  const auto products = backward_products(dinp, dweight, dout, inp, weight, N, C, OC,
+                                          accumulate_dinp, accumulate_params);
   gemm_tiled(products.data(), int(products.size()), ws);
-  if (dbias) column_sums(dbias, dout, size_t(N), size_t(OC));
+  if (dbias) column_sums(dbias, dout, size_t(N), size_t(OC), accumulate_params);
 }
 
 template <typename T>
 size_t matmul_workspace_floats(int N, int C, int OC, int threads) {
   check_shape("matmul_workspace_floats", N, C, OC);
   const GemmProduct<T> forward = forward_product<T>(nullptr, nullptr, nullptr, nullptr, N, C, OC);
-  const auto backward = backward_products<T>(nullptr, nullptr, nullptr, nullptr, nullptr, N, C, OC);
+  const auto backward =
+      backward_products<T>(nullptr, nullptr, nullptr, nullptr, nullptr, N, C, OC, true, true);
   return std::max(gemm_scratch_floats(&forward, 1, threads),
                   gemm_scratch_floats(backward.data(), int(backward.size()), threads));
 }
@@ -88,7 +92,7 @@ size_t matmul_workspace_floats(int N, int C, int OC, int threads) {
 #define SRKIT_INSTANTIATE(T)                                                                    \
   template void matmul_forward<T>(T*, const T*, const T*, const T*, int, int, int, Workspace&); \
   template void matmul_backward<T>(T*, T*, T*, const T*, const T*, const T*, int, int, int,     \
-                                   Workspace&);                                                 \
+                                   Workspace&, bool, bool);                                     \
   template size_t matmul_workspace_floats<T>(int, int, int, int);
 SRKIT_INSTANTIATE(float)
 SRKIT_INSTANTIATE(bf16)
