@@ -1,11 +1,12 @@
-// matmul_forward / matmul_backward (T = float and bf16) next to raw cblas_sgemm
-// calls of the same shapes, at the GPT shapes the CPU backend trains.
+// matmul_forward / matmul_backward (T = float and bf16; tiled, kernels/cpu/gemm.h)
+// next to raw cblas_sgemm calls of the same shapes, at the shapes of d4 and GPT-2
+// 124M at B=8, T=256 (N = 2048 rows).
 //
 // FLOP counts: forward = one GEMM = 2*N*C*OC. Backward = two GEMMs (dinp =
 // dout @ W and dW = dout^T @ inp) = 4*N*C*OC; the dbias column sum is O(N*OC)
 // and not counted. (Forward + backward = 3 GEMMs' worth per linear layer.)
-// "raw" is the same sgemm call(s) on fp32 arrays with nothing around them: the
-// ceiling for the wrappers. Each wrapper iteration also runs the raw call(s)
+// "raw" is the same sgemm call(s) on fp32 arrays with nothing around them, one
+// call per product threaded by OpenBLAS itself: the ceiling for the wrappers. Each wrapper iteration also runs the raw call(s)
 // just before it (untimed for the wrapper's figures, which use manual timing),
 // and vs_raw = total raw time / total wrapper time: interleaving call by call
 // keeps the ratio steady on a shared, noisy machine.
@@ -30,7 +31,7 @@ struct Shape {
   int N, C, OC;
 };
 
-// d4 (C=256, 4 heads, byte vocabulary, B*T = 8*256) and GPT-2 124M (C=768).
+// d4 (C=256, 4 heads, byte vocabulary) and GPT-2 124M (C=768, Vp=50304), B*T = 8*256.
 const Shape kShapes[] = {
     {"d4.attproj+lmhead", 2048, 256, 256},
     {"d4.qkv", 2048, 256, 768},
@@ -40,7 +41,7 @@ const Shape kShapes[] = {
     {"124M.qkv", 2048, 768, 2304},
     {"124M.fc", 2048, 768, 3072},
     {"124M.fcproj", 2048, 3072, 768},
-    {"124M.lmhead", 256, 768, 50304},
+    {"124M.lmhead", 2048, 768, 50304},
 };
 
 // Deterministic values in [-1, 1) (a cheap hash: no RNG state to carry).
