@@ -88,16 +88,17 @@ TEST(MemoryModel, StateBytesPerElementFollowTheStrategy) {
 
 TEST(MemoryModel, CpuGemmScratchKnownAnswers) {
   // Per thread, one tile's widened panels: rows x K + cols x K + rows x cols floats.
-  // d4 (C=256, Vp=256) at B=2, T=64, N=128 rows: no product has 8 tiles of 256,
-  // so tiles halve (the longer side, columns on a tie) down to 64. The largest
-  // need is K = 1024 (4C->C forward, C->4C dinp), a 128 x 256 output cut into
-  // 64 x 64 tiles: 64*1024 + 64*1024 + 64*64 = 135168 floats.
+  // d4 (C=256, Vp=256) at B=2, T=64, N=128 rows: no product has 8 tiles of
+  // 512 x 256, so tiles halve (the longer side, columns on a tie) down to 64.
+  // The largest need is K = 1024 (4C->C forward, C->4C dinp), a 128 x 256
+  // output cut into 64 x 64 tiles: 64*1024 + 64*1024 + 64*64 = 135168 floats.
   const GPTConfig d4 = gpt_preset("d4");
   EXPECT_EQ(cpu_gemm_scratch_bytes(d4, DType::kBF16, 2, 64, 1), 4u * 135168);
   EXPECT_EQ(cpu_gemm_scratch_bytes(d4, DType::kBF16, 2, 64, 2), 2 * 4u * 135168);
   // gpt2-124m (C=768, Vp=50304) at B=4, T=1024: the LM head's dinp (K = Vp)
-  // rules. Its 256-wide panels would exceed 2^21 floats, so its tiles shrink
-  // to 128 x 128: 128*50304 + 128*50304 + 128*128 = 12894208 floats a thread.
+  // rules. Its panels exceed 3 x 2^20 floats at any tile size, so its tiles
+  // shrink to the 128 x 128 floor: 128*50304 + 128*50304 + 128*128 = 12894208
+  // floats a thread.
   const GPTConfig g = gpt_preset("gpt2-124m");
   EXPECT_EQ(cpu_gemm_scratch_bytes(g, DType::kBF16, 4, 1024, 1), 4u * 12894208);
   EXPECT_EQ(cpu_gemm_scratch_bytes(g, DType::kBF16, 4, 1024, 3), 3 * 4u * 12894208);

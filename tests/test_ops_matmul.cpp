@@ -10,6 +10,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/ops.h"
 #include "tests/test_ops_util.h"
 
@@ -352,6 +353,25 @@ TEST(OpsMatmul, Bf16WorkspaceGrowsOnTheFirstPassOnly) {
   EXPECT_EQ(ws.peak_bytes(), want * sizeof(float));
   EXPECT_EQ(ws.floats(0, 1), slot);
   EXPECT_EQ(matmul_workspace_floats<float>(300, 96, 288, 2), 0u);  // fp32: the arrays themselves
+}
+
+// The tile geometry of kernels/cpu/gemm.h at GPT-2 124M's shapes (B=8, T=256)
+// and at small ones: a function of (M, N, K) alone.
+TEST(OpsMatmul, TileGeometryKnownAnswers) {
+  auto tiles = [](int M, int N, int K) {
+    const GemmTiles t = gemm_tiles(M, N, K);
+    return std::vector<int>{t.rows, t.cols};
+  };
+  EXPECT_EQ(tiles(2048, 2304, 768), (std::vector<int>{512, 256}));  // qkv forward
+  EXPECT_EQ(tiles(3072, 768, 2048), (std::vector<int>{512, 256}));  // fc dweight
+  // fcproj forward: (512 + 256) x 3072 floats of panels is within 3 x 2^20.
+  EXPECT_EQ(tiles(2048, 768, 3072), (std::vector<int>{512, 256}));
+  // LM head dinp, K = Vp: panels shrink to the 128 x 128 floor.
+  EXPECT_EQ(tiles(2048, 768, 50304), (std::vector<int>{128, 128}));
+  // d4 attproj forward at B=2, T=64: 128 x 256 has fewer than 8 tiles of any
+  // size above 64 but 64 x 64.
+  EXPECT_EQ(tiles(128, 256, 256), (std::vector<int>{64, 64}));
+  EXPECT_EQ(tiles(7, 11, 13), (std::vector<int>{7, 11}));  // one tile, the whole product
 }
 
 TEST(OpsMatmul, RejectsBadShapes) {

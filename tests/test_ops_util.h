@@ -110,7 +110,7 @@ struct MatmulShape {
 // sizes whose tiles (kernels/cpu/gemm.h) leave partial tiles in both output
 // dimensions: N and C not multiples of the tile sides, Vp a multiple of 64 in
 // one set and odd in the other. The last shape's dinp reduces over K = Vp =
-// 4160, long enough that its 256-wide tiles shrink to bound the widened panels.
+// 6208, long enough that its tiles shrink to bound the widened panels.
 inline std::vector<MatmulShape> matmul_shape_classes() {
   std::vector<MatmulShape> shapes;
   struct Model {
@@ -124,7 +124,7 @@ inline std::vector<MatmulShape> matmul_shape_classes() {
     shapes.push_back({"4C->C" + at, m.N, 4 * m.C, m.C});
     shapes.push_back({"C->Vp" + at + " Vp=" + std::to_string(m.Vp), m.N, m.C, m.Vp});
   }
-  shapes.push_back({"C->Vp N=256 C=256 Vp=4160 (long dinp reduction)", 256, 256, 4160});
+  shapes.push_back({"C->Vp N=256 C=256 Vp=6208 (long dinp reduction)", 256, 256, 6208});
   return shapes;
 }
 

@@ -15,15 +15,20 @@ namespace {
 
 // Tile sides. Single-threaded OpenBLAS (Haswell kernels, Zen 5) on a 256 x 256
 // tile runs at 0.98-1.02 of a 1024 x 1024 call for K = 256..3072; 128 x 128 at
-// 0.94-0.98, 64 x 64 at ~0.9. So tiles start at 256 and shrink only where the
-// product is small (too few tiles to share among threads) or the reduction so
-// long that two 256-wide widened panels would be large (the LM head's dinp,
-// K = Vp: 256 x 256 panels would hold 103 MB per thread; 128 x 128 tiles run at
-// 0.88 of a large call there, 64 x 64 at 0.76).
-constexpr int kTileSide = 256;
+// 0.94-0.98, 64 x 64 at ~0.9. Tiles start at 512 rows x 256 columns: a thread
+// keeps the A panel (the tile's rows) over consecutive tiles and re-widens only
+// the B panel, 1 / (2 x rows) widened elements per flop, and the fp32 tile
+// (512 KB) stays in a 1 MB L2 for the rounding pass. They shrink where the
+// product is small (fewer than 8 tiles to share among threads) or the
+// reduction so long that the widened panels would be large: (rows + cols) x K
+// beyond 3 x 2^20 floats (12 MiB a thread, a 512 x 256 tile at K = 4096). The
+// LM head's dinp (K = Vp = 50304) ends at 128 x 128 tiles, 51.6 MB a thread,
+// which run at 0.88 of a large call there (64 x 64: 0.76).
+constexpr int kTileRows = 512;
+constexpr int kTileCols = 256;
 constexpr int kMinTiles = 8;                      // a product with fewer tiles gets smaller ones...
 constexpr int kMinSide = 64;                      // ...down to this side
-constexpr size_t kPanelFloats = size_t(1) << 21;  // (rows + cols) x K beyond which tiles shrink...
+constexpr size_t kPanelFloats = size_t(3) << 20;  // (rows + cols) x K beyond which tiles shrink...
 constexpr int kMinPanelSide = 128;                // ...down to this side
 constexpr int kSideMultiple = 16;  // the widest BLAS micro-kernel edge: whole blocks inside a tile
 constexpr int kMaxProducts = 4;
@@ -78,12 +83,33 @@ const T* b_cols(const GemmProduct<T>& p, int n0) {
 }
 
 // dst[r * cols + c] = src[r * ld + c]: a strided bf16 block as a packed fp32 one.
+// The source (an activation or weight panel, usually outside the core's caches)
+// is prefetched kPrefetchAhead elements ahead in the block's own order, across
+// row ends: with the hardware prefetcher alone the loads' misses took most of
+// the widening time, and a thread's panels are re-read for every tile.
 void widen_block(const bf16* src, size_t ld, int rows, int cols, float* dst) {
+  constexpr int kChunk = 64;               // elements per step (two cache lines of bf16)
+  constexpr size_t kPrefetchAhead = 1024;  // 2 KB of bf16
+  int ahead_row = int(kPrefetchAhead / size_t(cols)),
+      ahead_col = int(kPrefetchAhead % size_t(cols));
   for (int r = 0; r < rows; ++r) {
     const bf16* s = src + size_t(r) * ld;
     float* d = dst + size_t(r) * size_t(cols);
+    for (int c0 = 0; c0 < cols; c0 += kChunk) {
+      if (ahead_row < rows) {
+        const char* p = reinterpret_cast<const char*>(src + size_t(ahead_row) * ld + ahead_col);
+        __builtin_prefetch(p);
+        __builtin_prefetch(p + 64);
+      }
+      ahead_col += kChunk;
+      while (ahead_col >= cols) {
+        ahead_col -= cols;
+        ++ahead_row;
+      }
+      const int c1 = std::min(cols, c0 + kChunk);
 #pragma omp simd
-    for (int c = 0; c < cols; ++c) d[c] = bf16_to_float(s[c]);
+      for (int c = c0; c < c1; ++c) d[c] = bf16_to_float(s[c]);
+    }
   }
 }
 
@@ -174,7 +200,7 @@ void sgemm(bool trans_a, bool trans_b, int M, int N, int K, const float* A, int 
 }
 
 GemmTiles gemm_tiles(int M, int N, int K) {
-  GemmTiles t{std::min(M, kTileSide), std::min(N, kTileSide)};
+  GemmTiles t{std::min(M, kTileRows), std::min(N, kTileCols)};
   while (size_t(t.rows + t.cols) * size_t(K) > kPanelFloats && shrink(t, kMinPanelSide)) {
   }
   while (ceil_div(M, t.rows) * ceil_div(N, t.cols) < kMinTiles && shrink(t, kMinSide)) {
