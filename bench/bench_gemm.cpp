@@ -6,16 +6,25 @@
 // dout @ W and dW = dout^T @ inp) = 4*N*C*OC; the dbias column sum is O(N*OC)
 // and not counted. (Forward + backward = 3 GEMMs' worth per linear layer.)
 // "raw" is the same sgemm call(s) on fp32 arrays with nothing around them, one
-// call per product threaded by OpenBLAS itself: the ceiling for the wrappers. Each wrapper iteration also runs the raw call(s)
-// just before it (untimed for the wrapper's figures, which use manual timing),
-// and vs_raw = total raw time / total wrapper time: interleaving call by call
-// keeps the ratio steady on a shared, noisy machine.
-// Run with OMP_NUM_THREADS=2 (the figures in BENCHMARKS.md).
+// call per product threaded by OpenBLAS itself: the ceiling for the wrappers.
+// Each wrapper iteration also runs the raw call(s) just before it (untimed for
+// the wrapper's figures, which use manual timing), and vs_raw = total raw time
+// / total wrapper time: interleaving call by call keeps the ratio steady on a
+// shared, noisy machine.
+//
+// Run with OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive OPENBLAS_THREAD_TIMEOUT=4
+// (the figures in BENCHMARKS.md). Interleaving needs each side's idle threads
+// to sleep at once: OpenBLAS's workers otherwise spin for up to 2^28 cycles
+// (~0.1 s) after every raw call, on the cores the tiled wrapper runs on next,
+// which measured 0.5-0.75 of raw for wrappers that reach 0.95 without them;
+// libgomp's spinning workers would do the same to the raw calls.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -143,6 +152,14 @@ void BM_matmul(benchmark::State& state, Shape s, bool backward) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  for (const char* var : {"OMP_WAIT_POLICY", "OPENBLAS_THREAD_TIMEOUT"}) {
+    if (std::getenv(var) == nullptr) {
+      std::fprintf(stderr,
+                   "bench_gemm: %s is not set: spinning idle threads of one side slow the other "
+                   "(see the header of bench/bench_gemm.cpp)\n",
+                   var);
+    }
+  }
   // 0.25 s per benchmark keeps the whole run near a minute (the wrapper
   // benchmarks also run their raw twins); --benchmark_min_time overrides it.
   constexpr double kMinTime = 0.25;
