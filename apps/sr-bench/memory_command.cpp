@@ -31,8 +31,8 @@ constexpr const char* kNotes =
     "Per rank. weights, grads: the flat buffers (alignment padding included); master, moments,\n"
     "kahan: the optimizer's arrays for its ZeRO shard; activations: the buffers the model\n"
     "allocates (GPT::activation_buffers); scratch: the CPU bf16 GEMM's per-thread fp32 tile\n"
-    "panels (0 for fp32 weights and on cuda); comm: the MPI communicator's receive buffer (0 on "
-    "cuda: NCCL works in place).\n"
+    "panels (0 for fp32 weights and on cuda); comm: the MPI communicator's receive buffer\n"
+    "(0 on cuda: NCCL works in place).\n"
     "ZeRO 2 (gradient shard + one bucket) and recomputation (layer inputs kept, one layer live)\n"
     "are models only: the engine implements ZeRO 0/1 without recomputation.\n";
 
