@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -183,6 +184,28 @@ TEST(OpsThreadsBlas, ConcurrentSingleThreadedCallsMatchSerialOnes) {
   }
   openblas_set_num_threads(blas0);
   for (int i = 0; i < kCalls; ++i) EXPECT_EQ(concurrent[i], serial[i]) << "call " << i;
+}
+
+// The tiles own the threads: a matmul called from inside a parallel region
+// (where every caller would share one thread's scratch panels) refuses.
+TEST(OpsThreadsBlas, MatmulInsideAParallelRegionThrows) {
+  const std::vector<float> x(64 * 64, 1.0f);
+  int refused = 0, team = 0;
+#pragma omp parallel num_threads(2) reduction(+ : refused)
+  {
+#pragma omp single
+    team = omp_get_num_threads();
+    Workspace ws;
+    std::vector<float> out(64 * 64);
+    try {
+      matmul_forward(out.data(), x.data(), x.data(), static_cast<const float*>(nullptr), 64, 64, 64,
+                     ws);
+    } catch (const std::logic_error&) {
+      refused += 1;
+    }
+  }
+  ASSERT_EQ(team, 2) << "the region needs two threads to be active";
+  EXPECT_EQ(refused, 2);
 }
 
 TYPED_TEST(OpsThreads, Attention) {

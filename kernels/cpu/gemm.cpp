@@ -224,6 +224,11 @@ size_t gemm_scratch_floats(const GemmProduct<T>* products, int count, int thread
 
 template <typename T>
 void gemm_tiled(const GemmProduct<T>* products, int count, Workspace& ws) {
+  // Inside a region the tiles would run on a team of one, every caller's
+  // thread on the same scratch panels.
+  if (omp_in_parallel()) {
+    throw std::logic_error("gemm_tiled: called inside an OpenMP parallel region");
+  }
   if (count < 1 || count > kMaxProducts) {
     throw std::invalid_argument("gemm_tiled: " + std::to_string(count) + " products (expected 1.." +
                                 std::to_string(kMaxProducts) + ")");

@@ -64,7 +64,8 @@ size_t gemm_scratch_floats(const GemmProduct<T>* products, int count, int thread
 // Every tile of every product, on the OpenMP threads (one region), each tile
 // one BLAS call on one BLAS thread; the workspace (slot 0) holds
 // gemm_scratch_floats(products, count, omp_get_max_threads()). bias must be
-// null when accumulating. Call outside OpenMP parallel regions.
+// null when accumulating. Call outside OpenMP parallel regions (throws
+// std::logic_error inside one).
 template <typename T>
 void gemm_tiled(const GemmProduct<T>* products, int count, Workspace& ws);
 
