@@ -1,20 +1,30 @@
-// matmul_forward / matmul_backward (T = float and bf16) next to raw cblas_sgemm
-// calls of the same shapes, at the GPT shapes the CPU backend trains.
+// matmul_forward / matmul_backward (T = float and bf16; tiled, kernels/cpu/gemm.h)
+// next to raw cblas_sgemm calls of the same shapes, at the shapes of d4 and GPT-2
+// 124M at B=8, T=256 (N = 2048 rows).
 //
 // FLOP counts: forward = one GEMM = 2*N*C*OC. Backward = two GEMMs (dinp =
 // dout @ W and dW = dout^T @ inp) = 4*N*C*OC; the dbias column sum is O(N*OC)
 // and not counted. (Forward + backward = 3 GEMMs' worth per linear layer.)
-// "raw" is the same sgemm call(s) on fp32 arrays with nothing around them: the
-// ceiling for the wrappers. Each wrapper iteration also runs the raw call(s)
-// just before it (untimed for the wrapper's figures, which use manual timing),
-// and vs_raw = total raw time / total wrapper time: interleaving call by call
-// keeps the ratio steady on a shared, noisy machine.
-// Run with OMP_NUM_THREADS=2 (the figures in BENCHMARKS.md).
+// "raw" is the same sgemm call(s) on fp32 arrays with nothing around them, one
+// call per product threaded by OpenBLAS itself: the ceiling for the wrappers.
+// Each wrapper iteration also runs the raw call(s) just before it (untimed for
+// the wrapper's figures, which use manual timing), and vs_raw = total raw time
+// / total wrapper time: interleaving call by call keeps the ratio steady on a
+// shared, noisy machine.
+//
+// Run with OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive OPENBLAS_THREAD_TIMEOUT=4
+// (the figures in BENCHMARKS.md). Interleaving needs each side's idle threads
+// to sleep at once: OpenBLAS's workers otherwise spin for up to 2^28 cycles
+// (~0.1 s) after every raw call, on the cores the tiled wrapper runs on next,
+// which measured 0.5-0.75 of raw for wrappers that reach 0.95 without them;
+// libgomp's spinning workers would do the same to the raw calls.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -30,7 +40,7 @@ struct Shape {
   int N, C, OC;
 };
 
-// d4 (C=256, 4 heads, byte vocabulary, B*T = 8*256) and GPT-2 124M (C=768).
+// d4 (C=256, 4 heads, byte vocabulary) and GPT-2 124M (C=768, Vp=50304), B*T = 8*256.
 const Shape kShapes[] = {
     {"d4.attproj+lmhead", 2048, 256, 256},
     {"d4.qkv", 2048, 256, 768},
@@ -40,7 +50,7 @@ const Shape kShapes[] = {
     {"124M.qkv", 2048, 768, 2304},
     {"124M.fc", 2048, 768, 3072},
     {"124M.fcproj", 2048, 3072, 768},
-    {"124M.lmhead", 256, 768, 50304},
+    {"124M.lmhead", 2048, 768, 50304},
 };
 
 // Deterministic values in [-1, 1) (a cheap hash: no RNG state to carry).
@@ -142,6 +152,14 @@ void BM_matmul(benchmark::State& state, Shape s, bool backward) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  for (const char* var : {"OMP_WAIT_POLICY", "OPENBLAS_THREAD_TIMEOUT"}) {
+    if (std::getenv(var) == nullptr) {
+      std::fprintf(stderr,
+                   "bench_gemm: %s is not set: spinning idle threads of one side slow the other "
+                   "(see the header of bench/bench_gemm.cpp)\n",
+                   var);
+    }
+  }
   // 0.25 s per benchmark keeps the whole run near a minute (the wrapper
   // benchmarks also run their raw twins); --benchmark_min_time overrides it.
   constexpr double kMinTime = 0.25;

@@ -1,14 +1,18 @@
 // Every op, both dtypes: the same bits with 1, 2 and 3 OpenMP threads (and as
-// many OpenBLAS threads). Shapes are large enough that each op really splits its
-// work (above kParallelMinWork, and above OpenBLAS's threading threshold).
+// many OpenBLAS threads, which the GEMM must not use: it splits the work
+// itself). Shapes are large enough that each op really splits its work (above
+// kParallelMinWork; several GEMM tiles).
 #include <gtest/gtest.h>
 #include <omp.h>
 
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/ops.h"
 #include "tests/test_ops_util.h"
 
@@ -128,6 +132,81 @@ TYPED_TEST(OpsThreads, Matmul) {
         return Bytes().add(out).add(dinp).add(dw).add(db);
       },
       "matmul");
+}
+
+// The tiled GEMM at every GPT-2 shape class (partial tiles, long reductions),
+// forward and backward, accumulating and overwriting.
+TYPED_TEST(OpsThreads, MatmulEveryShapeClassBothBackwardModes) {
+  using T = TypeParam;
+  Workspace ws;
+  uint64_t seed = 10;
+  for (const MatmulShape& s : matmul_shape_classes()) {
+    const size_t N = s.N, C = s.C, OC = s.OC;
+    const auto inp = make<T>(random_vec(N * C, ++seed)), w = make<T>(random_vec(OC * C, ++seed)),
+               b = make<T>(random_vec(OC, ++seed)), dout = make<T>(random_vec(N * OC, ++seed)),
+               dinp0 = make<T>(random_vec(N * C, ++seed)),
+               dw0 = make<T>(random_vec(OC * C, ++seed)), db0 = make<T>(random_vec(OC, ++seed));
+    for (bool accumulate : {true, false}) {
+      const std::string what = "matmul " + s.name + (accumulate ? " accumulate" : " overwrite");
+      expect_thread_invariant(
+          [&] {
+            std::vector<T> out(N * OC);
+            auto dinp = dinp0, dw = dw0, db = db0;
+            matmul_forward(out.data(), inp.data(), w.data(), b.data(), s.N, s.C, s.OC, ws);
+            matmul_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(),
+                            s.N, s.C, s.OC, ws, accumulate, accumulate);
+            return Bytes().add(out).add(dinp).add(dw).add(db);
+          },
+          what.c_str());
+    }
+  }
+}
+
+// What the tiled GEMM relies on: OpenBLAS (pthreads build) set to one thread
+// may be called from several threads at once, each call giving the bits it
+// gives alone.
+TEST(OpsThreadsBlas, ConcurrentSingleThreadedCallsMatchSerialOnes) {
+  constexpr int kCalls = 24, M = 96, N = 80, K = 300;
+  std::vector<std::vector<float>> a(kCalls), b(kCalls), serial(kCalls), concurrent(kCalls);
+  for (int i = 0; i < kCalls; ++i) {
+    a[i] = random_vec(size_t(M) * K, 2 * i + 1);
+    b[i] = random_vec(size_t(K) * N, 2 * i + 2);
+    serial[i].assign(size_t(M) * N, 0.0f);
+    concurrent[i].assign(size_t(M) * N, 0.0f);
+  }
+  const int blas0 = openblas_get_num_threads();
+  openblas_set_num_threads(1);
+  for (int i = 0; i < kCalls; ++i) {
+    sgemm(false, false, M, N, K, a[i].data(), K, b[i].data(), N, 0.0f, serial[i].data(), N);
+  }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(3)
+  for (int i = 0; i < kCalls; ++i) {
+    sgemm(false, false, M, N, K, a[i].data(), K, b[i].data(), N, 0.0f, concurrent[i].data(), N);
+  }
+  openblas_set_num_threads(blas0);
+  for (int i = 0; i < kCalls; ++i) EXPECT_EQ(concurrent[i], serial[i]) << "call " << i;
+}
+
+// The tiles own the threads: a matmul called from inside a parallel region
+// (where every caller would share one thread's scratch panels) refuses.
+TEST(OpsThreadsBlas, MatmulInsideAParallelRegionThrows) {
+  const std::vector<float> x(64 * 64, 1.0f);
+  int refused = 0, team = 0;
+#pragma omp parallel num_threads(2) reduction(+ : refused)
+  {
+#pragma omp single
+    team = omp_get_num_threads();
+    Workspace ws;
+    std::vector<float> out(64 * 64);
+    try {
+      matmul_forward(out.data(), x.data(), x.data(), static_cast<const float*>(nullptr), 64, 64, 64,
+                     ws);
+    } catch (const std::logic_error&) {
+      refused += 1;
+    }
+  }
+  ASSERT_EQ(team, 2) << "the region needs two threads to be active";
+  EXPECT_EQ(refused, 2);
 }
 
 TYPED_TEST(OpsThreads, Attention) {

@@ -100,4 +100,32 @@ inline void expect_bf16_close(const std::vector<bf16>& got, const std::vector<fl
   }
 }
 
+// A linear layer's shape: inp [N,C] -> out [N,OC].
+struct MatmulShape {
+  std::string name;
+  int N, C, OC;
+};
+
+// The GPT-2 linear layers' shape classes (C->3C, C->C, C->4C, 4C->C, C->Vp) at
+// sizes whose tiles (kernels/cpu/gemm.h) leave partial tiles in both output
+// dimensions: N and C not multiples of the tile sides, Vp a multiple of 64 in
+// one set and odd in the other. The last shape's dinp reduces over K = Vp =
+// 6208, long enough that its tiles shrink to bound the widened panels.
+inline std::vector<MatmulShape> matmul_shape_classes() {
+  std::vector<MatmulShape> shapes;
+  struct Model {
+    int N, C, Vp;
+  };
+  for (const Model& m : {Model{300, 96, 320}, Model{257, 40, 331}}) {
+    const std::string at = " N=" + std::to_string(m.N) + " C=" + std::to_string(m.C);
+    shapes.push_back({"C->3C" + at, m.N, m.C, 3 * m.C});
+    shapes.push_back({"C->C" + at, m.N, m.C, m.C});
+    shapes.push_back({"C->4C" + at, m.N, m.C, 4 * m.C});
+    shapes.push_back({"4C->C" + at, m.N, 4 * m.C, m.C});
+    shapes.push_back({"C->Vp" + at + " Vp=" + std::to_string(m.Vp), m.N, m.C, m.Vp});
+  }
+  shapes.push_back({"C->Vp N=256 C=256 Vp=6208 (long dinp reduction)", 256, 256, 6208});
+  return shapes;
+}
+
 }  // namespace srkit::testing

@@ -1,6 +1,6 @@
 // Philox4x32-10 known answers and the random-bits contract (kernels/common/
 // sr_bits.h): purity, independence of every input, counter/key layout, lane
-// layout, and the vectorized 64-element batch (kernels/cpu/cast.h).
+// layout, and the vectorized 256-element batch (kernels/cpu/philox_simd.h).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -12,6 +12,7 @@
 #include "kernels/common/philox.h"
 #include "kernels/common/sr_bits.h"
 #include "kernels/cpu/cast.h"
+#include "kernels/cpu/philox_simd.h"
 
 namespace srkit {
 namespace {
@@ -129,15 +130,17 @@ TEST(SrBits, BitsBalanced) {
 
 // The vectorized batch (AVX2 on x86-64-v3 builds) and the portable path give
 // sr_bits16 exactly, including groups whose counter crosses 2^32.
-TEST(SrBits, BatchOf64MatchesContract) {
-  const uint64_t groups[] = {0, 1, 13, (uint64_t(1) << 32) - 3, (uint64_t(1) << 45) + 17};
+TEST(SrBits, BatchMatchesContract) {
+  const uint64_t groups[] = {
+      0, 1, 13, (uint64_t(1) << 32) - 3, (uint64_t(1) << 32) - 31, (uint64_t(1) << 45) + 17};
   const uint64_t seeds[] = {0, 0xdeadbeefcafef00dull};
   for (uint64_t seed : seeds) {
     for (uint64_t group0 : groups) {
       for (uint64_t step : {uint64_t(0), uint64_t(99), kSrMaxStep}) {
         uint16_t fast[cpu::kSrBitsBatch], portable[cpu::kSrBitsBatch];
-        cpu::sr_bits16_x64(seed, RngPurpose(3), step, group0, fast);
-        cpu::detail::sr_bits16_x64_portable(seed, RngPurpose(3), step, group0, portable);
+        const cpu::SrStream stream = cpu::sr_stream(seed, RngPurpose(3), step);
+        cpu::sr_bits_batch(stream, group0, fast);
+        cpu::sr_bits_batch_portable(stream, group0, portable);
         for (size_t e = 0; e < cpu::kSrBitsBatch; ++e) {
           const uint32_t expected = sr_bits16(seed, RngPurpose(3), step, 8 * group0 + e);
           ASSERT_EQ(fast[e], expected) << "group0 " << group0 << " element " << e;

@@ -31,10 +31,10 @@ constexpr const char* kNotes =
     "Per rank. weights, grads: the flat buffers (alignment padding included); master, moments,\n"
     "kahan: the optimizer's arrays for its ZeRO shard; activations: the buffers the model\n"
     "allocates (GPT::activation_buffers, with what the device's attention keeps); scratch: the\n"
-    "CPU backend's fp32 GEMM workspace (on cuda: cuBLASLt's workspace and the ops' partial sums),\n"
-    "the step record, and amp's bf16 copies of\n"
-    "weights and gradients; comm: the MPI communicator's receive buffer (0 on cuda: NCCL works\n"
-    "in place).\n"
+    "CPU bf16 GEMM's per-thread fp32 tile panels (0 for fp32 weights; on cuda: cuBLASLt's\n"
+    "workspace and the ops' partial sums), the step record, and amp's bf16 copies of weights\n"
+    "and gradients; comm: the MPI communicator's receive buffer (0 on cuda: NCCL works in\n"
+    "place).\n"
     "ZeRO 2 (gradient shard + one bucket) and recomputation (layer inputs kept, one layer live)\n"
     "are models only: the engine implements ZeRO 0/1 without recomputation.\n";
 
@@ -80,6 +80,7 @@ int run_memory(const MemoryArgs& a) {
   o.seq_len = a.seq_len;
   o.recompute = recompute_modes(a.recompute);
   o.device = a.device;
+  o.threads = a.shape.threads;
   if (a.unit != "auto" && a.unit != "MiB" && a.unit != "GiB") {
     throw std::invalid_argument("--unit: expected auto, MiB or GiB (got '" + a.unit + "')");
   }
@@ -130,7 +131,9 @@ Subcommand add_memory_command(CLI::App& parent) {
   app->add_flag("--measure", a.measure,
                 "also run one training step of each one-rank row here and show the measured "
                 "backend peak and the model's error");
-  app->add_option("--threads", a.shape.threads, "CPU threads for --measure (0: OpenMP default)");
+  app->add_option("--threads", a.shape.threads,
+                  "CPU threads: the GEMM scratch is per thread; --measure runs with them (0: "
+                  "OpenMP default)");
   app->add_option("--csv", a.csv, "write the rows as CSV to this file");
   app->add_option("--json", a.json, "write the rows as JSON to this file");
   return {app, [args] { return run_memory(*args); }};

@@ -5,12 +5,8 @@
 #include <cstring>
 #include <vector>
 
-#if defined(__AVX2__)
-#include <immintrin.h>
-#endif
-
-#include "kernels/common/philox.h"
 #include "kernels/common/sr_bits.h"
+#include "kernels/cpu/philox_simd.h"
 
 // sqrtf in the element math vectorizes only without errno semantics; with them
 // GCC keeps a scalar libm call per element and the step runs several times slower.
@@ -27,14 +23,10 @@ static_assert(std::endian::native == std::endian::little, "SR lane layout assume
 
 constexpr size_t kChunk = size_t(1) << 16;  // telemetry reduction unit (elements)
 constexpr size_t kTile = 512;               // elements per batch of SR bits, a multiple of 8
-// The AVX2 Philox runs kPhiloxVectors independent vectors of 8 groups at once:
-// one alone is bound by the multiplier's latency; four (some spilled) measured
-// fastest here.
-constexpr int kPhiloxVectors = 4;
-constexpr size_t kPhiloxBatch = 8 * kPhiloxVectors;
 // SR groups a tile's bit buffers hold: a tile not starting on a group boundary
-// spans kTile / 8 + 1 groups, and the Philox fills whole batches.
-constexpr size_t kTileGroups = (kTile / 8 + 1 + kPhiloxBatch - 1) / kPhiloxBatch * kPhiloxBatch;
+// spans kTile / 8 + 1 groups, and the Philox fills whole batches of 32 groups.
+constexpr size_t kTileGroups =
+    (kTile / 8 + 1 + kSrBatchGroups - 1) / kSrBatchGroups * kSrBatchGroups;
 
 struct Sums {
   double update_sq = 0, weight_sq = 0;
@@ -49,84 +41,22 @@ struct Sums {
   }
 };
 
-#if defined(__AVX2__)
-// Philox4x32-10 (kernels/common/philox.h) of 8 consecutive groups at once, one
-// group per 32-bit lane. GCC's own vectorization of philox4x32_10 shuffles
-// 64-bit products across lanes and costs about as much as the whole rest of the
-// update; this is the same rounds with the products split into even and odd
-// lanes. Tests hold the step's SR results to sr_bits16 bit for bit.
-inline void mulhilo8(__m256i a, __m256i m, __m256i& hi, __m256i& lo) {
-  const __m256i even = _mm256_mul_epu32(a, m);                        // words 0,2,4,6 (64-bit)
-  const __m256i odd = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), m);  // words 1,3,5,7
-  lo = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
-  hi = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
-}
-
-// out[0 .. 8 * kPhiloxBatch): the SR lanes of groups g0 .. g0 + kPhiloxBatch - 1,
-// in sr_lane order.
-void philox_batch(uint16_t* out, uint64_t seed, uint64_t sub, uint64_t g0) {
-  using namespace philox_detail;
-  constexpr int kB = kPhiloxVectors;
-  alignas(32) uint32_t lo32[8 * kB], hi32[8 * kB];
-  for (int j = 0; j < 8 * kB; ++j) {
-    lo32[j] = uint32_t(g0 + uint64_t(j));
-    hi32[j] = uint32_t((g0 + uint64_t(j)) >> 32);
-  }
-  __m256i c0[kB], c1[kB], c2[kB], c3[kB];
-  for (int b = 0; b < kB; ++b) {
-    c0[b] = _mm256_load_si256(reinterpret_cast<const __m256i*>(lo32 + 8 * b));
-    c1[b] = _mm256_load_si256(reinterpret_cast<const __m256i*>(hi32 + 8 * b));
-    c2[b] = _mm256_set1_epi32(int(uint32_t(sub)));
-    c3[b] = _mm256_set1_epi32(int(uint32_t(sub >> 32)));
-  }
-  const __m256i m0 = _mm256_set1_epi32(int(kM0)), m1 = _mm256_set1_epi32(int(kM1));
-  uint32_t k0 = uint32_t(seed), k1 = uint32_t(seed >> 32);
-  for (int round = 0; round < 10; ++round) {
-    const __m256i key0 = _mm256_set1_epi32(int(k0)), key1 = _mm256_set1_epi32(int(k1));
-    for (int b = 0; b < kB; ++b) {
-      __m256i hi0, lo0, hi1, lo1;
-      mulhilo8(c0[b], m0, hi0, lo0);
-      mulhilo8(c2[b], m1, hi1, lo1);
-      c0[b] = _mm256_xor_si256(_mm256_xor_si256(hi1, c1[b]), key0);
-      c1[b] = lo1;
-      c2[b] = _mm256_xor_si256(_mm256_xor_si256(hi0, c3[b]), key1);
-      c3[b] = lo0;
-    }
-    k0 += kW0;
-    k1 += kW1;
-  }
-  // Transpose words (c0..c3 x 8 groups) into 8 groups of 4 words = 16-bit lanes.
-  __m256i* dst = reinterpret_cast<__m256i*>(out);
-  for (int b = 0; b < kB; ++b) {
-    const __m256i t0 = _mm256_unpacklo_epi32(c0[b], c1[b]),
-                  t1 = _mm256_unpackhi_epi32(c0[b], c1[b]);
-    const __m256i t2 = _mm256_unpacklo_epi32(c2[b], c3[b]),
-                  t3 = _mm256_unpackhi_epi32(c2[b], c3[b]);
-    const __m256i u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);
-    const __m256i u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);
-    _mm256_storeu_si256(dst + 4 * b + 0, _mm256_permute2x128_si256(u0, u1, 0x20));  // groups 0, 1
-    _mm256_storeu_si256(dst + 4 * b + 1, _mm256_permute2x128_si256(u2, u3, 0x20));  // groups 2, 3
-    _mm256_storeu_si256(dst + 4 * b + 2, _mm256_permute2x128_si256(u0, u1, 0x31));  // groups 4, 5
-    _mm256_storeu_si256(dst + 4 * b + 3, _mm256_permute2x128_si256(u2, u3, 0x31));  // groups 6, 7
-  }
-}
-#endif
+// The Philox streams of the three SR purposes at this step (key schedules
+// computed once per step).
+struct SrStreams {
+  SrStream w, m, v;
+  explicit SrStreams(const AdamWHyper& h)
+      : w(sr_stream(h.seed, RngPurpose::kWeightUpdate, h.step)),
+        m(sr_stream(h.seed, RngPurpose::kFirstMoment, h.step)),
+        v(sr_stream(h.seed, RngPurpose::kSecondMoment, h.step)) {}
+};
 
 // lanes[k] = the 16 SR bits of global element 8 * g0 + k, for at least ngroups
-// groups (the AVX2 path fills whole batches; lanes has room for them).
-void fill_lanes(uint16_t* lanes, const AdamWHyper& h, RngPurpose purpose, uint64_t g0,
-                size_t ngroups) {
-#if defined(__AVX2__)
-  const uint64_t sub = sr_subsequence(purpose, h.step);
-  for (size_t k = 0; k < ngroups; k += kPhiloxBatch) {
-    philox_batch(lanes + 8 * k, h.seed, sub, g0 + k);
+// groups (whole batches of 32; lanes has room for them).
+void fill_lanes(uint16_t* lanes, const SrStream& stream, uint64_t g0, size_t ngroups) {
+  for (size_t k = 0; k < ngroups; k += kSrBatchGroups) {
+    sr_bits_batch(stream, g0 + k, lanes + kSrElementsPerPhilox * k);
   }
-#else
-  for (size_t k = 0; k < ngroups; ++k) {
-    const Philox4 b = sr_block(h.seed, purpose, h.step, g0 + k);
-    for (unsigned l = 0; l < 8; ++l) lanes[8 * k + l] = uint16_t(sr_lane(b, l));
-  }
-#endif
 }
 
 // SR bits of a tile's elements, from element 0 of the current sub-range.
@@ -245,16 +175,16 @@ void pair_loop(const AdamWArrays<WM, MM, VM>& t, TileBits b, size_t npairs, cons
 // kDecay is a template argument so the SIMD loops have no branch.
 template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, bool kTel, bool kDecay>
 void step_piece(const AdamWArrays<WM, MM, VM>& a, size_t begin, size_t lo, size_t hi,
-                const AdamWHyper& h, Sums& sums) {
+                const AdamWHyper& h, const SrStreams& streams, Sums& sums) {
   using A = AdamWArrays<WM, MM, VM>;
   alignas(64) uint16_t rw[8 * kTileGroups], rm[8 * kTileGroups], rv[8 * kTileGroups];
   for (size_t t0 = lo; t0 < hi;) {
     const size_t t1 = std::min(hi, (t0 / kTile + 1) * kTile);
     const uint64_t g0 = t0 / 8;
     const size_t ngroups = size_t((t1 - 1) / 8 - g0 + 1);
-    if constexpr (A::kWeightSR) fill_lanes(rw, h, RngPurpose::kWeightUpdate, g0, ngroups);
-    if constexpr (A::kMomentSR) fill_lanes(rm, h, RngPurpose::kFirstMoment, g0, ngroups);
-    if constexpr (A::kVarianceSR) fill_lanes(rv, h, RngPurpose::kSecondMoment, g0, ngroups);
+    if constexpr (A::kWeightSR) fill_lanes(rw, streams.w, g0, ngroups);
+    if constexpr (A::kMomentSR) fill_lanes(rm, streams.m, g0, ngroups);
+    if constexpr (A::kVarianceSR) fill_lanes(rv, streams.v, g0, ngroups);
     const size_t skip = t0 - 8 * g0;
     const TileBits bits{rw + skip, rm + skip, rv + skip};
     const A t = a.offset(t0 - begin);
@@ -302,6 +232,7 @@ struct StepCall {
   template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, bool kTel>
   void family() const {
     const auto a = AdamWArrays<WM, MM, VM>::from(buffers);
+    const SrStreams streams(h);
     const size_t nchunks = (end - begin + kChunk - 1) / kChunk;
     std::vector<Sums> chunk_sums(kTel ? nchunks : 0);
 #pragma omp parallel for schedule(static)
@@ -313,9 +244,9 @@ struct StepCall {
         const size_t hi = std::min(c1, segs[s].offset + segs[s].count);
         if (hi <= lo) continue;
         if (segs[s].decay) {
-          step_piece<WM, MM, VM, kTel, true>(a, begin, lo, hi, h, sums);
+          step_piece<WM, MM, VM, kTel, true>(a, begin, lo, hi, h, streams, sums);
         } else {
-          step_piece<WM, MM, VM, kTel, false>(a, begin, lo, hi, h, sums);
+          step_piece<WM, MM, VM, kTel, false>(a, begin, lo, hi, h, streams, sums);
         }
         lo = hi;
       }

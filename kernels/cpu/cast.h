@@ -2,7 +2,8 @@
 // goes through the per-element rules of kernels/common/bf16.h; SR bits follow
 // the random-bits contract (kernels/common/sr_bits.h), so results depend on
 // neither the thread count nor how the array is split. Input and output must
-// not overlap (the threads read ahead of each other's writes).
+// not overlap (the threads read ahead of each other's writes). The SR bits come
+// 256 elements at a time from kernels/cpu/philox_simd.h.
 #pragma once
 
 #include <cstddef>
@@ -21,19 +22,5 @@ void cast_f32_to_bf16_sr(const float* in, bf16* out, size_t n, uint64_t seed, Rn
                          uint64_t step, uint64_t base_index);
 
 void cast_bf16_to_f32(const bf16* in, float* out, size_t n);
-
-// Random bits of a batch of 64 consecutive elements (8 Philox blocks), for SR
-// loops that want the contract at memory speed (vectorized Philox):
-// bits[e] == sr_bits16(seed, purpose, step, 8 * group0 + e) for e in [0, 64).
-// The batch starts at a group boundary: element index 8 * group0.
-constexpr size_t kSrBitsBatch = 64;
-void sr_bits16_x64(uint64_t seed, RngPurpose purpose, uint64_t step, uint64_t group0,
-                   uint16_t* bits);
-
-namespace detail {
-// The same bits by the portable (non-AVX2) code path, so tests cover it on AVX2 builds.
-void sr_bits16_x64_portable(uint64_t seed, RngPurpose purpose, uint64_t step, uint64_t group0,
-                            uint16_t* bits);
-}  // namespace detail
 
 }  // namespace srkit::cpu

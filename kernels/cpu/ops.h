@@ -69,24 +69,33 @@ void layernorm_backward(T* dinp, GradWrite dinp_mode, T* dweight, T* dbias, Grad
                         const T* dout, const T* inp, const T* weight, const float* mean,
                         const float* rstd, int N, int C);
 
-// out[N,OC] = inp[N,C] @ weight[OC,C]^T (+ bias[OC] if not null). BLAS sgemm on
-// fp32 (bf16 operands widened into the workspace), fp32 accumulation; the bias is
-// added to the finished fp32 sum. Workspace: none for fp32; for bf16
-// N*C + OC*C + N*OC floats (backward: N*OC + OC*C + N*C + max(N, OC)*C).
-// OpenBLAS runs its own threads between this op's OpenMP regions: run CPU jobs
-// with OMP_WAIT_POLICY=passive, or libgomp's spinning workers take the cores
-// from BLAS (BENCHMARKS.md, "GEMM (CPU)").
+// out[N,OC] = inp[N,C] @ weight[OC,C]^T (+ bias[OC] if not null): fp32
+// accumulation over the whole of C, the bias added to the finished fp32 sum,
+// one rounding per output element for bf16. The output is cut into tiles of a
+// geometry fixed by the shape, each one single-threaded BLAS call
+// (kernels/cpu/gemm.h), so the bits do not depend on the thread count. bf16
+// operands are widened panel by panel in the workspace: see
+// matmul_workspace_floats.
 template <typename T>
 void matmul_forward(T* out, const T* inp, const T* weight, const T* bias, int N, int C, int OC,
                     Workspace& ws);
 // dinp[N,C] += dout @ weight; dweight[OC,C] += dout^T @ inp; dbias[OC] += sum_n dout
-// (dbias may be null). For bf16: the GEMM result is added to the widened old
-// value in fp32, then rounded once. accumulate_* = false stores the products
-// alone (GradWrite::kOverwrite) for dinp, and for dweight and dbias.
+// (dbias may be null; its column sums add the rows in order, in fp32). For bf16:
+// the product is added to the widened old value in fp32, then rounded once.
+// With accumulate_dinp (accumulate_params) false, dinp (dweight and dbias) is
+// written as if it had been zero: the product alone (bf16: rounded once), the
+// old contents ignored (they may be anything, NaN included).
 template <typename T>
 void matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
                      int N, int C, int OC, Workspace& ws, bool accumulate_dinp = true,
                      bool accumulate_params = true);
+
+// Floats of workspace the matmul ops hold for this shape with `threads`
+// OpenMP threads (the larger of forward and backward; the workspace grows to
+// it on the first call and stays): for bf16, per thread the widened operand
+// panels and the fp32 tile of one output tile; 0 for fp32.
+template <typename T>
+size_t matmul_workspace_floats(int N, int C, int OC, int threads);
 
 // Causal multi-head self-attention, direct O(T^2) form; C % NH == 0.
 // inp: [B,T,3C] (q,k,v); out: [B,T,C]; att: [B,NH,T,T], what backward needs.

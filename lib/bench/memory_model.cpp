@@ -1,10 +1,13 @@
 #include "lib/bench/memory_model.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/ops.h"
 #include "kernels/cuda/scratch_sizes.h"
 #include "lib/model/gpt.h"
 #include "lib/model/param_layout.h"
@@ -40,22 +43,19 @@ size_t zero_shard_elements(size_t total, int world) {
   return std::min(aligned, total);
 }
 
-size_t cpu_gemm_scratch_bytes(const GPTConfig& config, DType dtype, int B, int T) {
+size_t cpu_gemm_scratch_bytes(const GPTConfig& config, DType dtype, int B, int T, int threads) {
   if (dtype == DType::kF32) return 0;
-  const size_t n = size_t(B) * size_t(T), c = size_t(config.channels);
-  const size_t vp = size_t(config.padded_vocab_size());
+  const int n = B * T, c = config.channels, vp = config.padded_vocab_size();
+  if (threads <= 0) threads = omp_get_max_threads();
   struct Gemm {
-    size_t in, out;  // C -> OC
+    int in, out;  // C -> OC
   };
   const Gemm gemms[] = {{c, 3 * c}, {c, c}, {c, 4 * c}, {4 * c, c}, {c, vp}};
-  size_t a = 0, b = 0, out = 0, acc = 0;
+  size_t floats = 0;
   for (const Gemm& g : gemms) {
-    a = std::max({a, n * g.in, n * g.out});      // forward input, backward dout
-    b = std::max(b, g.out * g.in);               // the weight, both passes
-    out = std::max({out, n * g.out, n * g.in});  // forward output, backward input
-    acc = std::max({acc, n * g.in, g.out * g.in});
+    floats = std::max(floats, cpu::matmul_workspace_floats<bf16>(n, g.in, g.out, threads));
   }
-  return sizeof(float) * (a + b + out + acc);
+  return sizeof(float) * floats;
 }
 
 size_t cuda_scratch_bytes(const GPTConfig& config, int B, int T, size_t shard_elements) {
@@ -109,6 +109,7 @@ MemoryEstimate estimate_memory(const MemoryScenario& s) {
   s.model.validate();
   const int T = s.seq_len == 0 ? s.model.max_seq_len : s.seq_len;
   require(s.world >= 1, "--world must be >= 1 (got " + std::to_string(s.world) + ")");
+  require(s.threads >= 0, "--threads must be >= 0 (got " + std::to_string(s.threads) + ")");
   require(s.zero >= 0 && s.zero <= 2,
           "--zero must be 0, 1 or 2 (got " + std::to_string(s.zero) + ")");
   require(s.batch >= 1, "--batches must be >= 1 (got " + std::to_string(s.batch) + ")");
@@ -147,7 +148,7 @@ MemoryEstimate estimate_memory(const MemoryScenario& s) {
     e.scratch = cuda_scratch_bytes(s.model, s.batch, T, shard);
   }
   if (s.device == "cpu") {
-    e.scratch = cpu_gemm_scratch_bytes(s.model, dt, s.batch, T);
+    e.scratch = cpu_gemm_scratch_bytes(s.model, dt, s.batch, T, s.threads);
     // The MPI communicator's rank-order reduction receives every rank's block
     // of this rank's share: W slots of ceil(n / W) elements (one unused).
     if (s.world > 1) {

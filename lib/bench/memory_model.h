@@ -38,6 +38,7 @@ struct MemoryScenario {
   int seq_len = 0;             // tokens per sequence; 0 = the model's maximum
   bool recompute = false;      // activation recomputation (layer inputs checkpointed)
   std::string device = "cpu";  // whose scratch and communication buffers: cpu or cuda
+  int threads = 0;             // CPU threads (the GEMM scratch is per thread); 0: OpenMP default
 };
 
 struct MemoryEstimate {
@@ -67,15 +68,14 @@ MemoryEstimate estimate_memory(const MemoryScenario& scenario);
 // group is split; the last shard may be shorter.
 size_t zero_shard_elements(size_t total, int world);
 
-// The CPU backend's GEMM scratch high-water mark for one training step. bf16
-// GEMMs widen their operands into fp32 workspace slots and multiply into fp32
-// (kernels/cpu/ops_matmul.cpp): slot A holds the input (forward) or dout
-// (backward), B the weight, C the output (forward) or the input (backward), Acc
-// the backward products; each slot grows to its largest use and is kept, so the
-// peak is 4 bytes x the sum of the four maxima over the model's GEMMs
-// (N = B*T rows; C->3C, C->C, C->4C, 4C->C, C->Vp). fp32 GEMMs use the
-// arrays directly: 0.
-size_t cpu_gemm_scratch_bytes(const GPTConfig& config, DType dtype, int B, int T);
+// The CPU backend's GEMM scratch high-water mark for one training step with
+// `threads` OpenMP threads (0: omp_get_max_threads()). bf16 GEMMs widen, per
+// thread, the operand panels of one output tile into an fp32 workspace
+// (kernels/cpu/gemm.h); the workspace grows to the largest call's need and is
+// kept, so the peak is the largest cpu::matmul_workspace_floats over the
+// model's GEMMs (N = B*T rows; C->3C, C->C, C->4C, 4C->C, C->Vp), 4 bytes
+// each. fp32 GEMMs work on the arrays: 0.
+size_t cpu_gemm_scratch_bytes(const GPTConfig& config, DType dtype, int B, int T, int threads);
 
 // The CUDA backend's scratch for one training step: the cuBLASLt workspace and
 // its one per-call buffer, grown to the largest request of a step (LayerNorm's

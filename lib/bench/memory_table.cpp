@@ -32,6 +32,7 @@ std::vector<MemoryRow> memory_rows(MemoryMatrixOptions o) {
               row.scenario.seq_len = o.seq_len == 0 ? model.max_seq_len : o.seq_len;
               row.scenario.recompute = recompute;
               row.scenario.device = o.device;
+              row.scenario.threads = o.threads;
               row.estimate = estimate_memory(row.scenario);
               rows.push_back(std::move(row));
             }

@@ -21,6 +21,7 @@ struct MemoryMatrixOptions {
   int seq_len = 0;  // 0: each model's maximum
   std::vector<bool> recompute{false};
   std::string device = "cpu";
+  int threads = 0;  // CPU threads (GEMM scratch); 0: OpenMP default
 };
 
 struct MemoryRow {
