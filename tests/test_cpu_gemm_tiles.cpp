@@ -254,16 +254,18 @@ TEST(CpuGemmTiles, Bf16WorkspaceGrowsOnTheFirstPassOnly) {
 // The tile geometry of kernels/cpu/gemm.h at GPT-2 124M's shapes (B=8, T=256)
 // and at small ones: a function of (M, N, K) alone.
 TEST(CpuGemmTiles, TileGeometryKnownAnswers) {
-  auto tiles = [](int M, int N, int K) {
-    const GemmTiles t = gemm_tiles(M, N, K);
+  auto tiles = [](int M, int N, int K, bool widened = true) {
+    const GemmTiles t = gemm_tiles(M, N, K, widened);
     return std::vector<int>{t.rows, t.cols};
   };
   EXPECT_EQ(tiles(2048, 2304, 768), (std::vector<int>{512, 256}));  // qkv forward
   EXPECT_EQ(tiles(3072, 768, 2048), (std::vector<int>{512, 256}));  // fc dweight
   // fcproj forward: (512 + 256) x 3072 floats of panels is within 3 x 2^20.
   EXPECT_EQ(tiles(2048, 768, 3072), (std::vector<int>{512, 256}));
-  // LM head dinp, K = Vp: panels shrink to the 128 x 128 floor.
+  // LM head dinp, K = Vp: bf16 panels shrink to the 128 x 128 floor; fp32
+  // operands are not widened, so their tiles keep the full size.
   EXPECT_EQ(tiles(2048, 768, 50304), (std::vector<int>{128, 128}));
+  EXPECT_EQ(tiles(2048, 768, 50304, /*widened=*/false), (std::vector<int>{512, 256}));
   // d4 attproj forward at B=2, T=64: 128 x 256 has fewer than 8 tiles of any
   // size above 64 but 64 x 64.
   EXPECT_EQ(tiles(128, 256, 256), (std::vector<int>{64, 64}));

@@ -23,7 +23,8 @@ namespace {
 // reduction so long that the widened panels would be large: (rows + cols) x K
 // beyond 3 x 2^20 floats (12 MiB a thread, a 512 x 256 tile at K = 4096). The
 // LM head's dinp (K = Vp = 50304) ends at 128 x 128 tiles, 51.6 MB a thread,
-// which run at 0.88 of a large call there (64 x 64: 0.76).
+// which run at 0.88 of a large call there (64 x 64: 0.76). fp32 operands are
+// not widened (OpenBLAS packs them itself), so their tiles do not shrink for K.
 constexpr int kTileRows = 512;
 constexpr int kTileCols = 256;
 constexpr int kMinTiles = 8;                      // a product with fewer tiles gets smaller ones...
@@ -186,7 +187,7 @@ void run_tile(const GemmProduct<bf16>& p, int index, const Tile& t, ThreadScratc
 }
 
 size_t thread_scratch_floats(int M, int N, int K) {
-  const GemmTiles t = gemm_tiles(M, N, K);
+  const GemmTiles t = gemm_tiles(M, N, K, /*widened_panels=*/true);
   return aligned(size_t(t.rows) * size_t(K)) + aligned(size_t(t.cols) * size_t(K)) +
          aligned(size_t(t.rows) * size_t(t.cols));
 }
@@ -199,9 +200,10 @@ void sgemm(bool trans_a, bool trans_b, int M, int N, int K, const float* A, int 
               trans_b ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
 }
 
-GemmTiles gemm_tiles(int M, int N, int K) {
+GemmTiles gemm_tiles(int M, int N, int K, bool widened_panels) {
   GemmTiles t{std::min(M, kTileRows), std::min(N, kTileCols)};
-  while (size_t(t.rows + t.cols) * size_t(K) > kPanelFloats && shrink(t, kMinPanelSide)) {
+  while (widened_panels && size_t(t.rows + t.cols) * size_t(K) > kPanelFloats &&
+         shrink(t, kMinPanelSide)) {
   }
   while (ceil_div(M, t.rows) * ceil_div(N, t.cols) < kMinTiles && shrink(t, kMinSide)) {
   }
@@ -246,7 +248,7 @@ void gemm_tiled(const GemmProduct<T>* products, int count, Workspace& ws) {
       throw std::invalid_argument(
           "gemm_tiled: a bias with accumulate (the bias goes with overwrite)");
     }
-    tiles[i] = gemm_tiles(p.M, p.N, p.K);
+    tiles[i] = gemm_tiles(p.M, p.N, p.K, /*widened_panels=*/std::is_same_v<T, bf16>);
     work += double(p.M) * double(p.N) * double(p.K);
     order[i] = i;
   }

@@ -29,11 +29,12 @@ void sgemm(bool trans_a, bool trans_b, int M, int N, int K, const float* A, int 
 
 // Output tile of a product C[M,N] with reduction length K: `rows` x `cols`
 // (the last tile of a row or column may be partial). A function of (M, N, K)
-// only: never of the thread count.
+// and of whether the operands are widened into per-thread panels (bf16) only:
+// never of the thread count.
 struct GemmTiles {
   int rows, cols;
 };
-GemmTiles gemm_tiles(int M, int N, int K);
+GemmTiles gemm_tiles(int M, int N, int K, bool widened_panels);
 
 // One product for gemm_tiled, row-major: A is stored [M,K] (or [K,M] when
 // trans_a), B [K,N] (or [N,K] when trans_b). With accumulate, C = RN(C + A.B);

@@ -30,7 +30,7 @@
 #include "kernels/common/math.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/launch.cuh"
-#include "kernels/cuda/storage.cuh"
+#include "kernels/cuda/elements.cuh"
 #include "kernels/cuda/warp.cuh"
 
 namespace srkit::cuda {
@@ -160,7 +160,7 @@ __global__ void add_head_grads(T* __restrict__ dinp, const float* __restrict__ g
       const float g =
           grads[size_t(part) * part_stride +
                 ((b * size_t(NH) + size_t(h)) * size_t(Tn) + t) * size_t(hs) + size_t(i)];
-      d[c] = narrow<T>(grad_base(d[c], accumulate) + g);
+      d[c] = from_f32<T>(grad_base(d[c], accumulate) + g);
     }
   }
 }
@@ -203,7 +203,7 @@ __global__ void softmax_causal(const float* __restrict__ scores, T* __restrict__
   const float inv = 1.0f / sum;
   T* p = probs + row * size_t(Tn);
   for (int j = lane; j < Tn; j += kWarpSize) {
-    p[j] = narrow<T>(j <= t ? exp_poly(s[j] - mx) * inv : 0.0f);
+    p[j] = from_f32<T>(j <= t ? exp_poly(s[j] - mx) * inv : 0.0f);
   }
 }
 
@@ -227,7 +227,7 @@ __global__ void softmax_causal_backward(T* pd, const float* __restrict__ dprobs,
   dot = warp_sum(dot);
   if (!valid) return;  // after the last warp call
   for (int j = lane; j < Tn; j += kWarpSize) {
-    p[j] = narrow<T>(j <= t ? (widen(p[j]) * (dp[j] - dot)) * scale : 0.0f);
+    p[j] = from_f32<T>(j <= t ? (widen(p[j]) * (dp[j] - dot)) * scale : 0.0f);
   }
 }
 

@@ -27,8 +27,12 @@ namespace srkit::cuda {
 inline constexpr int kChunk = 8;  // elements per chunk: 16 bytes of bf16, 32 of fp32
 
 // ---- single elements ---------------------------------------------------------
-__device__ __forceinline__ float load_f32(const float* p) { return *p; }
-__device__ __forceinline__ float load_f32(const bf16* p) { return bf16_to_float(*p); }
+__device__ __forceinline__ float widen(float x) { return x; }
+__device__ __forceinline__ float widen(bf16 x) { return bf16_to_float(x); }
+template <typename T>
+__device__ __forceinline__ float load_f32(const T* p) {
+  return widen(*p);
+}
 
 template <typename T>
 __device__ __forceinline__ T from_f32(float x);
@@ -44,6 +48,13 @@ __device__ __forceinline__ bf16 from_f32<bf16>(float x) {
 template <typename T>
 __device__ __forceinline__ void store_f32(T* p, float x) {
   *p = from_f32<T>(x);
+}
+
+// What a gradient store adds its contribution to (GradWrite): the stored
+// value, or 0 (the CPU ops' grad_base).
+template <typename T>
+__device__ __forceinline__ float grad_base(const T& stored, bool accumulate) {
+  return accumulate ? widen(stored) : 0.0f;
 }
 
 // Elements of the chunk starting at i0 that lie below n (at most 8).

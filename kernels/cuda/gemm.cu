@@ -34,7 +34,7 @@
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/scratch_sizes.h"
-#include "kernels/cuda/storage.cuh"
+#include "kernels/cuda/elements.cuh"
 
 namespace srkit::cuda {
 namespace {
@@ -173,7 +173,7 @@ __global__ void column_sums_store(const float* __restrict__ partial, int chunks,
   if (col >= OC) return;
   float acc = 0.0f;
   for (int c = 0; c < chunks; ++c) acc += partial[size_t(c) * size_t(OC) + size_t(col)];
-  out[col] = narrow<T>(grad_base(out[col], accumulate) + acc);
+  out[col] = from_f32<T>(grad_base(out[col], accumulate) + acc);
 }
 
 // out[n, oc] = bias[oc]: the C matrix of a beta = 1 GEMM, for a bias too

@@ -219,7 +219,7 @@ __global__ void layernorm_param_reduce_kernel(T* dweight, T* dbias, const float*
   float sum = 0.0f;
   for (int k = 0; k < chunks; ++k) sum += partial[size_t(k) * 2 * size_t(C) + size_t(j)];
   T* dst = j < C ? dweight + j : dbias + (j - C);
-  store_f32(dst, (accumulate ? load_f32(dst) : 0.0f) + sum);
+  store_f32(dst, grad_base(*dst, accumulate) + sum);
 }
 
 }  // namespace
