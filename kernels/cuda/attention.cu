@@ -29,8 +29,8 @@
 
 #include "kernels/common/math.h"
 #include "kernels/cuda/attention.h"
-#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/elements.cuh"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/warp.cuh"
 
 namespace srkit::cuda {

@@ -31,10 +31,10 @@
 #include <unordered_map>
 
 #include "kernels/cuda/device.h"
+#include "kernels/cuda/elements.cuh"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/scratch_sizes.h"
-#include "kernels/cuda/elements.cuh"
 
 namespace srkit::cuda {
 namespace {
