@@ -17,10 +17,14 @@
 #include "kernels/common/sr_bits.h"
 #include "kernels/cpu/adamw.h"
 #include "lib/precision.h"
+#include "tests/adamw_element_reference.h"
 
 namespace {
 
 using namespace srkit;
+using srkit::testing::AdamWElementByElement;
+using srkit::testing::decays;
+using srkit::testing::expect_telemetry_eq;
 
 // Every weight mode and moment mode at least once.
 const std::vector<std::string> kSpecs = {
@@ -161,13 +165,6 @@ std::vector<ParamSegment> segments(size_t n) {
   return {{0, a, true}, {a, b - a, false}, {b, n - b, true}};
 }
 
-bool decays(const std::vector<ParamSegment>& segs, size_t i) {
-  for (const ParamSegment& s : segs) {
-    if (i >= s.offset && i < s.offset + s.count) return s.decay;
-  }
-  return false;
-}
-
 // ---- double-precision reference of the formula -----------------------------
 struct Reference {
   double m, v, update, weight;   // new values
@@ -297,51 +294,8 @@ TEST_P(AdamWSpec, MatchesDoublePrecisionReference) {
   }
 }
 
-// The step as the element function applied one element at a time, SR bits from
-// sr_bits16, telemetry summed in index order: what the fused pass (tiles,
-// AVX2 Philox, threads, segment pieces) must reproduce bit for bit.
-struct ElementByElement {
-  AdamWBuffers b;
-  const std::vector<ParamSegment>& segs;
-  size_t begin, end;
-  const AdamWHyper& h;
-  AdamWTelemetry tel{};
-
-  template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM>
-  void run() {
-    using A = AdamWArrays<WM, MM, VM>;
-    const A a = A::from(b);
-    tel.n = end - begin;
-    for (size_t gi = begin; gi < end; ++gi) {
-      auto bits = [&](RngPurpose p, bool used) {
-        return used ? sr_bits16(h.seed, p, h.step, gi) : 0u;
-      };
-      const AdamWElemOut o = adamw_element(a, gi - begin, decays(segs, gi), h,
-                                           bits(RngPurpose::kWeightUpdate, A::kWeightSR),
-                                           bits(RngPurpose::kFirstMoment, A::kMomentSR),
-                                           bits(RngPurpose::kSecondMoment, A::kVarianceSR));
-      tel.update_sq += double(o.update) * double(o.update);
-      tel.weight_sq += double(o.weight) * double(o.weight);
-      tel.nonzero += o.update != 0.0f;
-      tel.erased += adamw_erased(o.update, o.weight);
-      tel.m_stalled += o.m_stalled;
-      tel.v_stalled += o.v_stalled;
-    }
-  }
-};
-
 // The CPU sums squares in fp32 within a tile (fp64 across tiles): ~1e-6 relative.
 constexpr double kSumRel = 1e-5;
-
-void expect_telemetry_eq(const AdamWTelemetry& got, const AdamWTelemetry& want, double rel) {
-  EXPECT_EQ(got.n, want.n);
-  EXPECT_EQ(got.nonzero, want.nonzero);
-  EXPECT_EQ(got.erased, want.erased);
-  EXPECT_EQ(got.m_stalled, want.m_stalled);
-  EXPECT_EQ(got.v_stalled, want.v_stalled);
-  EXPECT_NEAR(got.update_sq, want.update_sq, rel * want.update_sq);
-  EXPECT_NEAR(got.weight_sq, want.weight_sq, rel * want.weight_sq);
-}
 
 TEST_P(AdamWSpec, FusedPassEqualsElementByElement) {
   const AdamWRule rule = rule_of(GetParam());
@@ -355,7 +309,7 @@ TEST_P(AdamWSpec, FusedPassEqualsElementByElement) {
     const AdamWHyper h = hyper(step);
     AdamWTelemetry tel;
     cpu::adamw_step(rule, fused.at(begin), segs.data(), segs.size(), begin, n, h, &tel);
-    ElementByElement ref{single.at(begin), segs, begin, n, h};
+    AdamWElementByElement ref{single.at(begin), segs, begin, n, h};
     adamw_dispatch(rule, ref);
     ASSERT_TRUE(fused.same_bits(single)) << "step " << step;
     expect_telemetry_eq(tel, ref.tel, kSumRel);

@@ -1,13 +1,12 @@
-// Helpers shared by the tests/test_ops_*.cpp suites: seeded random inputs, bf16
-// conversions of whole vectors, central finite differences and the comparisons
-// they feed.
+// Helpers shared by the op tests (tests/test_ops_*.cpp, the GEMM tiling tests
+// and the conformance suite): seeded random inputs, bf16 conversions of whole
+// vectors, the comparisons they feed, and the GPT-2 matmul shape classes.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
-#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -43,31 +42,6 @@ inline std::vector<float> from_bf16(const std::vector<bf16>& v) {
   return out;
 }
 
-// sum_j out_j * w_j in fp64: the scalar loss whose gradient w.r.t. out is w.
-inline double weighted_sum(const std::vector<float>& out, const std::vector<float>& w) {
-  double s = 0.0;
-  for (size_t j = 0; j < out.size(); ++j) s += double(out[j]) * double(w[j]);
-  return s;
-}
-
-// Central differences dL/dx_j = (L(x + h) - L(x - h)) / (x_plus - x_minus) for
-// every element of x (perturbed in place, then restored). The denominator uses
-// the perturbed values as stored in fp32, not 2h.
-inline std::vector<double> finite_diff(std::vector<float>& x, const std::function<double()>& loss,
-                                       float h) {
-  std::vector<double> g(x.size());
-  for (size_t j = 0; j < x.size(); ++j) {
-    const float orig = x[j];
-    x[j] = orig + h;
-    const double xp = x[j], lp = loss();
-    x[j] = orig - h;
-    const double xm = x[j], lm = loss();
-    x[j] = orig;
-    g[j] = (lp - lm) / (xp - xm);
-  }
-  return g;
-}
-
 // The gradient a backward call accumulated: after - before, element-wise.
 inline std::vector<double> accumulated(const std::vector<float>& after,
                                        const std::vector<float>& before) {
@@ -87,17 +61,6 @@ inline void expect_close(const std::vector<double>& got, const std::vector<doubl
 
 inline std::vector<double> to_f64(const std::vector<float>& v) {
   return std::vector<double>(v.begin(), v.end());
-}
-
-// A bf16 result within `ulps` bf16 ulps (at the reference's magnitude) of the
-// fp32 result of the same op on the same (bf16-representable) inputs.
-inline void expect_bf16_close(const std::vector<bf16>& got, const std::vector<float>& ref,
-                              float ulps, const std::string& what) {
-  ASSERT_EQ(got.size(), ref.size()) << what;
-  for (size_t j = 0; j < got.size(); ++j) {
-    ASSERT_LE(std::fabs(bf16_to_float(got[j]) - ref[j]), ulps * bf16_ulp(ref[j]))
-        << what << " [" << j << "] bf16 " << bf16_to_float(got[j]) << " fp32 " << ref[j];
-  }
 }
 
 // A linear layer's shape: inp [N,C] -> out [N,OC].

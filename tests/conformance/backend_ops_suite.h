@@ -41,6 +41,7 @@
 #include "kernels/common/sr_bits.h"
 #include "kernels/common/step_record.h"
 #include "lib/backend/backend.h"
+#include "tests/adamw_element_reference.h"
 #include "tests/conformance/backend_model_suite.h"
 #include "tests/conformance/compare.h"
 #include "tests/conformance/device_array.h"
@@ -54,7 +55,9 @@ namespace srkit::conformance {
 namespace ops_suite {
 
 using srkit::testing::accumulated;
+using srkit::testing::AdamWElementByElement;
 using srkit::testing::expect_close;
+using srkit::testing::expect_telemetry_eq;
 using srkit::testing::random_vec;
 using srkit::testing::to_f64;
 
@@ -1342,57 +1345,6 @@ inline AdamWHyper adamw_hyper(uint64_t step, float grad_scale) {
   return h;
 }
 
-// The host reference: the element rule of kernels/common/adamw.h applied one
-// element at a time, SR bits from the random-bits contract at the global index,
-// telemetry summed in index order (tests/test_adamw.cpp ties the rule to an fp64
-// reference of the formula).
-struct AdamWElementByElement {
-  AdamWBuffers b;
-  const std::vector<ParamSegment>& segs;
-  size_t begin, end;
-  const AdamWHyper& h;
-  AdamWTelemetry tel{};
-
-  bool decays(size_t i) const {
-    for (const ParamSegment& s : segs) {
-      if (i >= s.offset && i < s.offset + s.count) return s.decay;
-    }
-    return false;
-  }
-  template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM>
-  void run() {
-    using A = AdamWArrays<WM, MM, VM>;
-    const A a = A::from(b);
-    tel.n = end - begin;
-    for (size_t gi = begin; gi < end; ++gi) {
-      auto bits = [&](RngPurpose p, bool used) {
-        return used ? sr_bits16(h.seed, p, h.step, gi) : 0u;
-      };
-      const AdamWElemOut o =
-          adamw_element(a, gi - begin, decays(gi), h, bits(RngPurpose::kWeightUpdate, A::kWeightSR),
-                        bits(RngPurpose::kFirstMoment, A::kMomentSR),
-                        bits(RngPurpose::kSecondMoment, A::kVarianceSR));
-      tel.update_sq += double(o.update) * double(o.update);
-      tel.weight_sq += double(o.weight) * double(o.weight);
-      tel.nonzero += o.update != 0.0f;
-      tel.erased += adamw_erased(o.update, o.weight);
-      tel.m_stalled += o.m_stalled;
-      tel.v_stalled += o.v_stalled;
-    }
-  }
-};
-
-inline void expect_telemetry_eq(const AdamWTelemetry& got, const AdamWTelemetry& want,
-                                const char* what) {
-  EXPECT_EQ(got.n, want.n) << what;
-  EXPECT_EQ(got.nonzero, want.nonzero) << what;
-  EXPECT_EQ(got.erased, want.erased) << what;
-  EXPECT_EQ(got.m_stalled, want.m_stalled) << what;
-  EXPECT_EQ(got.v_stalled, want.v_stalled) << what;
-  EXPECT_NEAR(got.update_sq, want.update_sq, kTelemetrySumRel * want.update_sq) << what;
-  EXPECT_NEAR(got.weight_sq, want.weight_sq, kTelemetrySumRel * want.weight_sq) << what;
-}
-
 TEST_P(BackendAdamW, StepMatchesTheElementRule) {
   const AdamWRule rule = strategy().rule;
   // A shard [13, 3001) of the flat buffer: SR bits follow the global index.
@@ -1454,7 +1406,7 @@ TEST_P(BackendAdamW, StepMatchesTheElementRule) {
       EXPECT_TRUE(same_bits(got.arrays[s - 1][k], host.a[k])) << kAdamWArrayNames[k];
     }
     if (st.telemetry) {
-      expect_telemetry_eq(got.tel[s - 1], ref.tel, "telemetry");
+      expect_telemetry_eq(got.tel[s - 1], ref.tel, kTelemetrySumRel, "telemetry");
       EXPECT_GT(got.tel[s - 1].nonzero, 0u);
     }
   }
@@ -1465,7 +1417,8 @@ TEST_P(BackendAdamW, StepMatchesTheElementRule) {
         EXPECT_TRUE(same_bits(got.arrays[s][k], want.arrays[s][k]))
             << kAdamWArrayNames[k] << " after step " << s + 1 << ": bit-exact against the CPU";
       }
-      if (steps[s].telemetry) expect_telemetry_eq(got.tel[s], want.tel[s], "telemetry vs CPU");
+      if (steps[s].telemetry)
+        expect_telemetry_eq(got.tel[s], want.tel[s], kTelemetrySumRel, "telemetry vs CPU");
     }
   }
 }
