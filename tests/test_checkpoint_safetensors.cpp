@@ -10,6 +10,7 @@
 
 #include "lib/checkpoint/safetensors.h"
 #include "lib/util/temp_dir.h"
+#include "tests/file_size_limit.h"
 
 using namespace srkit;
 using ::testing::HasSubstr;
@@ -245,16 +246,17 @@ TEST(Safetensors, FailedWriteLeavesTheOldFileIntact) {
   save_safetensors(path, {{"w", "F32", {3}, old_values.data(), 12}}, {{"step", "1"}});
   const std::string before = read_all(path);
 
-  // PATH.tmp cannot be created (a directory is in the way; works even as root,
-  // unlike a read-only directory).
-  fs::create_directory(path + ".tmp");
-  const std::vector<float> new_values = {4, 5, 6};
-  EXPECT_THAT(error_of([&] {
-                save_safetensors(path, {{"w", "F32", {3}, new_values.data(), 12}}, {{"step", "2"}});
-              }),
-              HasSubstr("cannot create '" + path + ".tmp'"));
+  // The disk fills up during the write (a file-size limit stands in for it).
+  const std::vector<float> new_values(4096, 4.0f);
+  {
+    srkit::testing_faults::ScopedFileSizeLimit full_disk(1024);
+    EXPECT_THAT(error_of([&] {
+                  save_safetensors(path, {{"w", "F32", {4096}, new_values.data(), 4 * 4096}},
+                                   {{"step", "2"}});
+                }),
+                HasSubstr("cannot write '" + path + "': no space"));
+  }
   EXPECT_EQ(read_all(path), before);
-  fs::remove(path + ".tmp");
 
   // A directory that does not exist: nothing is created anywhere.
   EXPECT_THROW(save_safetensors(dir.file("no/such/dir.safetensors"),

@@ -1,12 +1,14 @@
 // sr-train: train a GPT-style model with a chosen precision strategy, or
 // compare several strategies on the same model, data and seed.
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "apps/common/flag_checks.h"
 #include "apps/sr-train/compare.h"
 #include "apps/sr-train/failure.h"
 #include "lib/comm/communicator.h"
@@ -15,6 +17,13 @@
 #include "lib/train/trainer.h"
 
 namespace {
+
+namespace cli = srkit::cli;
+
+// Upper bounds of the run-length flags: far beyond any real run, and small
+// enough that steps x tokens per step cannot overflow 64 bits.
+constexpr uint64_t kMaxSteps = 1'000'000'000'000ull;
+constexpr uint64_t kMaxTokens = 1'000'000'000'000'000'000ull;
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -25,11 +34,15 @@ std::string join(const std::vector<std::string>& items) {
 void add_flags(CLI::App& app, srkit::TrainConfig& c, std::string& compare, std::string& json) {
   app.add_option("--model", c.model, "model preset: " + join(srkit::gpt_preset_names()))
       ->capture_default_str();
-  app.add_option("--layers", c.layers, "override: number of layers");
-  app.add_option("--channels", c.channels, "override: embedding width");
-  app.add_option("--heads", c.heads, "override: attention heads");
-  app.add_option("--vocab", c.vocab, "override: vocabulary size");
-  app.add_option("--max-seq-len", c.max_seq_len, "override: maximum sequence length");
+  app.add_option("--layers", c.layers, "override: number of layers")
+      ->check(cli::integer_in(1, 4096));
+  app.add_option("--channels", c.channels, "override: embedding width")
+      ->check(cli::integer_in(1, 1 << 16));
+  app.add_option("--heads", c.heads, "override: attention heads")->check(cli::integer_in(1, 4096));
+  app.add_option("--vocab", c.vocab, "override: vocabulary size")
+      ->check(cli::integer_in(1, 1 << 24));
+  app.add_option("--max-seq-len", c.max_seq_len, "override: maximum sequence length")
+      ->check(cli::integer_in(1, 1 << 20));
   // Parsed here, once: the run receives the PrecisionStrategy.
   app.add_option_function<std::string>(
          "--strategy",
@@ -48,52 +61,82 @@ void add_flags(CLI::App& app, srkit::TrainConfig& c, std::string& compare, std::
                  "comma-separated strategies to train one after another on the same model, "
                  "data and seed; prints a table");
   app.add_option("--device", c.device, "cpu or cuda")->capture_default_str();
-  app.add_option("--threads", c.threads, "CPU threads (0 = OpenMP default)");
+  app.add_option("--threads", c.threads, "CPU threads (0 = OpenMP default)")
+      ->check(cli::integer_in(0, 4096));
   app.add_option("--data", c.data,
                  "training data: a text file, or llm.c .bin shard(s) (glob allowed); "
                  "default: the built-in synthetic corpus");
   app.add_option("--val-data", c.val_data, "validation data (default: tail of --data)");
   app.add_option("--val-fraction", c.val_fraction, "held-out fraction of --data")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(cli::real_in(0, 1, false, true));
   app.add_option("--synthetic-bytes", c.synthetic_bytes, "size of the built-in corpus")
-      ->capture_default_str();
-  app.add_option("--batch", c.batch, "sequences per micro-batch")->capture_default_str();
-  app.add_option("--seq-len", c.seq_len, "tokens per sequence (default: the model's maximum)");
+      ->capture_default_str()
+      ->check(cli::unsigned_in(4096, uint64_t(1) << 36));
+  app.add_option("--batch", c.batch, "sequences per micro-batch")
+      ->capture_default_str()
+      ->check(cli::integer_in(1, 1 << 20));
+  app.add_option("--seq-len", c.seq_len, "tokens per sequence (default: the model's maximum)")
+      ->check(cli::integer_in(1, 1 << 20));
   app.add_option("--grad-accum", c.grad_accum, "micro-batches per optimizer step")
-      ->capture_default_str();
-  app.add_option("--steps", c.steps, "optimizer steps")->capture_default_str();
-  app.add_option("--tokens", c.tokens, "train for this many tokens instead of --steps");
-  app.add_option("--lr", c.lr, "peak learning rate")->capture_default_str();
-  app.add_option("--min-lr", c.min_lr, "learning rate at the last step (default lr/10)");
-  app.add_option("--warmup", c.warmup, "linear warmup steps")->capture_default_str();
+      ->capture_default_str()
+      ->check(cli::integer_in(1, 1 << 20));
+  app.add_option("--steps", c.steps, "optimizer steps")
+      ->capture_default_str()
+      ->check(cli::unsigned_in(1, kMaxSteps));
+  app.add_option("--tokens", c.tokens, "train for this many tokens instead of --steps")
+      ->check(cli::unsigned_in(0, kMaxTokens));
+  app.add_option("--lr", c.lr, "peak learning rate")
+      ->capture_default_str()
+      ->check(cli::real_in(0, 10, true));
+  app.add_option("--min-lr", c.min_lr, "learning rate at the last step (default lr/10)")
+      ->check(cli::real_in(-1, 10));
+  app.add_option("--warmup", c.warmup, "linear warmup steps")
+      ->capture_default_str()
+      ->check(cli::unsigned_in(0, kMaxSteps));
   app.add_option("--schedule", c.schedule, "decay after warmup: cosine, linear or constant")
       ->capture_default_str();
   app.add_option("--weight-decay", c.adamw.weight_decay, "decoupled weight decay")
-      ->capture_default_str();
-  app.add_option("--beta1", c.adamw.beta1, "AdamW beta1")->capture_default_str();
-  app.add_option("--beta2", c.adamw.beta2, "AdamW beta2")->capture_default_str();
-  app.add_option("--eps", c.adamw.eps, "AdamW epsilon")->capture_default_str();
+      ->capture_default_str()
+      ->check(cli::real_in(0, 10));
+  app.add_option("--beta1", c.adamw.beta1, "AdamW beta1")
+      ->capture_default_str()
+      ->check(cli::real_in(0, 1, false, true));
+  app.add_option("--beta2", c.adamw.beta2, "AdamW beta2")
+      ->capture_default_str()
+      ->check(cli::real_in(0, 1, false, true));
+  app.add_option("--eps", c.adamw.eps, "AdamW epsilon")
+      ->capture_default_str()
+      ->check(cli::real_in(0, 1, true));
   app.add_option("--clip", c.adamw.grad_clip, "global gradient-norm clip (<= 0: off)")
-      ->capture_default_str();
-  app.add_option("--seed", c.seed, "seed of init, data order and SR bits")->capture_default_str();
+      ->capture_default_str()
+      ->check(cli::real_in(-1e30, 1e30));
+  app.add_option("--seed", c.seed, "seed of init, data order and SR bits")
+      ->capture_default_str()
+      ->check(cli::unsigned_in(0, UINT64_MAX));
   app.add_option("--eval-interval", c.eval_interval, "steps between evaluations (0: end only)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(cli::integer_in(0, INT32_MAX));
   app.add_option("--eval-batches", c.eval_batches, "validation batches per evaluation")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(cli::integer_in(1, 1 << 20));
   app.add_option("--log-interval", c.log_interval,
                  "steps between JSONL step records (the optimizer's rounding telemetry is "
                  "computed only on those steps)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(cli::integer_in(1, INT32_MAX));
   app.add_option("--out", c.out_dir, "directory for logs, checkpoints and tables")
       ->capture_default_str();
   app.add_option("--log", c.log_file, "JSONL metrics log (default OUT/<strategy>.jsonl)");
   app.add_option("--ckpt-dir", c.ckpt_dir, "checkpoint directory (default OUT/ckpt-<strategy>)");
   app.add_option("--ckpt-interval", c.ckpt_interval, "steps between checkpoints (0: end only)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(cli::integer_in(0, INT32_MAX));
   app.add_flag("!--no-final-ckpt", c.save_final, "do not write a checkpoint at the end");
   app.add_option("--resume", c.resume, "continue from a checkpoint file or directory");
   app.add_option("--sample-tokens", c.sample_tokens, "tokens to generate at the end (0: none)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(cli::integer_in(0, 1 << 20));
   app.add_flag("-q,--quiet", c.quiet, "no progress lines");
   app.add_option("--comm", c.comm,
                  "communicator: auto (MPI when launched by mpirun/srun with more than one rank), "
@@ -102,26 +145,31 @@ void add_flags(CLI::App& app, srkit::TrainConfig& c, std::string& compare, std::
   app.add_option("--comm-timeout", c.comm_timeout,
                  "seconds a collective waits for the other ranks before the job is aborted, "
                  "naming the missing rank (0: wait forever)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(cli::real_in(-1, 1e7));
   app.add_option("--zero", c.zero,
                  "0: plain data parallel; 1: ZeRO-1 (each rank keeps and updates one shard of "
                  "the optimizer state)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(cli::integer_in(0, 1));
   app.add_option("--sr-seed", c.sr_seed,
                  "shared: every rank draws the same SR bits (replicas stay identical); "
                  "per-rank: each rank seeds its own (diagnostic: shows the drift)")
       ->capture_default_str();
   app.add_option("--replica-check", c.replica_check,
                  "steps between checks that all ranks hold identical weights (0: never)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(cli::integer_in(0, INT32_MAX));
   app.add_option("--shadow-fp32", c.shadow_fp32,
                  "keep an unrounded fp32 copy of K sampled parameters and log the drift of the "
                  "real weights from it (0: off)")
       ->type_name("K")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(cli::integer_in(0, 1 << 26));
   app.add_option("--shadow-every", c.shadow_every, "steps between shadow drift log lines")
       ->type_name("N")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(cli::integer_in(1, INT32_MAX));
   app.add_option("--json", json, "write the summary (or comparison) as JSON to this file");
 }
 

@@ -20,7 +20,11 @@ GPTConfig TrainConfig::model_config() const {
 }
 
 uint64_t TrainConfig::total_steps(int world) const {
-  if (tokens > 0) return (tokens + tokens_per_step(world) - 1) / tokens_per_step(world);
+  // Rounded up without forming tokens + per_step - 1, which wraps near 2^64.
+  if (tokens > 0) {
+    const uint64_t per_step = tokens_per_step(world);
+    return tokens / per_step + (tokens % per_step != 0 ? 1 : 0);
+  }
   return steps;
 }
 
@@ -38,8 +42,13 @@ void TrainConfig::validate() const {
   auto require = [](bool ok, const std::string& message) {
     if (!ok) throw std::invalid_argument(message);
   };
+  // Overrides: 0 keeps the preset's value (the CLI itself accepts only >= 1).
+  require(layers >= 0 && channels >= 0 && heads >= 0 && vocab >= 0 && max_seq_len >= 0,
+          "model overrides (--layers, --channels, --heads, --vocab, --max-seq-len) must be >= 1");
   const GPTConfig mc = model_config();
   (void)decay_from_string(schedule);
+  require(val_data.empty() || !data.empty(),
+          "--val-data needs --data (the built-in corpus holds out its own tail)");
   require(batch >= 1, "--batch must be >= 1 (got " + std::to_string(batch) + ")");
   require(seq_len >= 1, "--seq-len must be >= 1 (got " + std::to_string(seq_len) + ")");
   require(seq_len <= mc.max_seq_len, "--seq-len " + std::to_string(seq_len) +
@@ -51,8 +60,9 @@ void TrainConfig::validate() const {
   require(std::isfinite(min_lr) && min_lr <= lr, "--min-lr must be <= --lr (negative: lr/10)");
   require(adamw.beta1 >= 0.0f && adamw.beta1 < 1.0f, "--beta1 must be in [0, 1)");
   require(adamw.beta2 >= 0.0f && adamw.beta2 < 1.0f, "--beta2 must be in [0, 1)");
-  require(adamw.eps > 0.0f, "--eps must be > 0");
-  require(adamw.weight_decay >= 0.0f, "--weight-decay must be >= 0");
+  require(std::isfinite(adamw.eps) && adamw.eps > 0.0f, "--eps must be a finite number > 0");
+  require(std::isfinite(adamw.weight_decay) && adamw.weight_decay >= 0.0f,
+          "--weight-decay must be a finite number >= 0");
   require(std::isfinite(adamw.grad_clip), "--clip must be finite (<= 0 disables clipping)");
   require(val_fraction >= 0.0 && val_fraction < 1.0, "--val-fraction must be in [0, 1)");
   require(eval_interval >= 0, "--eval-interval must be >= 0");

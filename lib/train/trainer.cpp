@@ -104,6 +104,25 @@ DataSplits load_data(const TrainConfig& c) {
   return split_tail(load_tokens(c.data), c.val_fraction);
 }
 
+// Tokens the model's vocabulary cannot embed, named by the data they came from.
+void check_vocabulary(const TokenData& d, const GPTConfig& mc) {
+  if (d.vocab_size > mc.vocab_size) {
+    throw std::invalid_argument(
+        "data " + d.source + " has tokens up to " + std::to_string(d.vocab_size - 1) +
+        " but the model's vocabulary is " + std::to_string(mc.vocab_size) + " (set --vocab)");
+  }
+}
+
+// Validation data, when there is any, must hold one evaluation window (T + 1
+// tokens); otherwise the run would silently never evaluate.
+void check_validation_window(const TokenData& val, int seq_len) {
+  if (val.tokens.empty() || val.tokens.size() > size_t(seq_len)) return;
+  throw std::invalid_argument(
+      "validation data " + val.source + " has " + std::to_string(val.tokens.size()) +
+      " tokens; one evaluation window needs --seq-len + 1 = " + std::to_string(seq_len + 1) +
+      " (give more, or --val-fraction 0 to train without validation)");
+}
+
 // --sr-seed per-rank folds the rank into the SR seed: each replica then rounds
 // its copy of a weight with its own bits and the replicas drift apart (the
 // failure mode shared randomness prevents). Rank 0 keeps the shared seed.
@@ -200,16 +219,11 @@ void Trainer::State::set_up() {
   const GPTConfig mc = c_.model_config();
   data_ = load_data(c_);
   check_ranks_agree_on_data(comm, data_);
-  const int data_vocab = std::max(data_.train.vocab_size, data_.val.vocab_size);
-  if (data_vocab > mc.vocab_size) {
-    throw std::invalid_argument("data " + data_.train.source + " has tokens up to " +
-                                std::to_string(data_vocab - 1) + " but the model's vocabulary is " +
-                                std::to_string(mc.vocab_size) + " (set --vocab)");
-  }
+  check_vocabulary(data_.train, mc);
+  check_vocabulary(data_.val, mc);
+  check_validation_window(data_.val, c_.seq_len);
   sampler_ = std::make_unique<BatchSampler>(data_.train, c_.seq_len, c_.seed);
-  if (data_.val.tokens.size() > size_t(c_.seq_len)) {
-    eval_ = std::make_unique<EvalWindows>(data_.val, c_.seq_len);
-  }
+  if (!data_.val.tokens.empty()) eval_ = std::make_unique<EvalWindows>(data_.val, c_.seq_len);
 
   backend_ = make_backend(c_.device, c_.threads);
   if (c_.mem_limit_bytes > 0) backend_->set_memory_limit(c_.mem_limit_bytes);
