@@ -200,7 +200,7 @@ TEST(Trainer, CheckpointRecordsStepSeedStrategyAndConfig) {
 TEST(Trainer, ResumeRejectsAnotherModelShapeOrStrategy) {
   const fs::path dir = fresh_dir("mismatch");
   const RunSummary r = Trainer(tiny(dir / "a", "bf16-sr", 2)).run();
-  TrainConfig wider = tiny(dir / "b", "bf16-sr", 4);
+  TrainConfig wider = tiny(dir / "b", "bf16-sr", 2);
   wider.channels = 32;
   wider.resume = r.checkpoint;
   try {
@@ -209,7 +209,7 @@ TEST(Trainer, ResumeRejectsAnotherModelShapeOrStrategy) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("checkpoint is for model"), std::string::npos) << e.what();
   }
-  TrainConfig other = tiny(dir / "c", "bf16", 4);
+  TrainConfig other = tiny(dir / "c", "bf16", 2);
   other.resume = r.checkpoint;
   EXPECT_THROW(Trainer(other).run(), std::runtime_error);
 }

@@ -2,7 +2,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
@@ -10,6 +9,7 @@
 #include "lib/bench/list_args.h"
 #include "lib/precision.h"
 #include "lib/train/trainer.h"
+#include "lib/util/atomic_file.h"
 
 namespace srkit {
 namespace {
@@ -58,9 +58,8 @@ std::string distributed_line(const RunSummary& r) {
 
 void write_json(const std::string& path, const nlohmann::json& j) {
   if (path.empty()) return;
-  std::ofstream f(path);
-  if (!f) throw std::runtime_error("--json: cannot write " + path);
-  f << j.dump(2) << "\n";
+  const std::string text = j.dump(2) + "\n";
+  write_file_atomic(path, text.data(), text.size());
 }
 
 }  // namespace

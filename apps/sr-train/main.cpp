@@ -14,7 +14,9 @@
 #include "lib/comm/communicator.h"
 #include "lib/model/gpt_config.h"
 #include "lib/precision.h"
+#include "lib/train/resume_check.h"
 #include "lib/train/trainer.h"
+#include "lib/util/output_path.h"
 
 namespace {
 
@@ -134,6 +136,12 @@ void add_flags(CLI::App& app, srkit::TrainConfig& c, std::string& compare, std::
       ->check(cli::integer_in(0, INT32_MAX));
   app.add_flag("!--no-final-ckpt", c.save_final, "do not write a checkpoint at the end");
   app.add_option("--resume", c.resume, "continue from a checkpoint file or directory");
+  app.add_option("--resume-override", c.resume_overrides,
+                 "config fields this resume may change from the checkpoint's: " +
+                     join(srkit::resume_override_names()) + " (e.g. steps,lr)")
+      ->delimiter(',')
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->type_name("NAMES");
   app.add_option("--sample-tokens", c.sample_tokens, "tokens to generate at the end (0: none)")
       ->capture_default_str()
       ->check(cli::integer_in(0, 1 << 20));
@@ -201,9 +209,12 @@ int main(int argc, char** argv) {
   try {
     if (config.seq_len == 0) config.seq_len = config.model_config().max_seq_len;
     config.validate();
+    if (!json.empty()) srkit::check_output_file("--json", json);
     comm = srkit::make_communicator(config.comm, config.comm_timeout);
     if (!compare.empty()) return srkit::run_compare(config, *comm, compare, json);
     return srkit::run_single(config, *comm, json);
+  } catch (const srkit::Interrupted& e) {  // before the training loop: nothing to save
+    return srkit::fail(comm.get(), e.what(), 128 + e.signal);
   } catch (const srkit::TrainingDiverged& e) {
     return srkit::fail(comm.get(), e.what(), 3);
   } catch (const std::exception& e) {

@@ -43,6 +43,7 @@
 #include "kernels/cuda/stream.h"
 #include "lib/backend/attention_sizes.h"
 #include "lib/backend/peak_rate.h"
+#include "lib/util/system_memory.h"
 
 namespace srkit {
 
@@ -106,6 +107,10 @@ class Backend {
   // The stream a communicator orders its collectives after
   // (Communicator::use_stream); nullptr for the CPU.
   virtual cuda::Stream native_stream() const { return nullptr; }
+  // What a run may still allocate here: the host's available memory (capped by
+  // its cgroup) for the CPU, a GPU's free memory. A run compares it with the
+  // memory model before allocating (docs/reliability.md); 0 bytes: unknown.
+  virtual AvailableMemory available_memory() const { return available_host_memory(); }
 
   // ---- memory: zero-initialised, accounted by category ----
   void* allocate(size_t bytes, MemCategory category);

@@ -73,6 +73,11 @@ class CudaBackend final : public Backend {
 
   std::string name() const override { return "cuda"; }
   std::string description() const override { return "CUDA: " + cuda::device_description(); }
+  AvailableMemory available_memory() const override {
+    size_t free_bytes = 0, total_bytes = 0;
+    cuda::memory_info(&free_bytes, &total_bytes);
+    return {free_bytes, "free memory of " + cuda::device_description() + " (cudaMemGetInfo)"};
+  }
   PeakRate peak_rate() override {
     const std::string device = cuda::device_description();
     if (cuda::emulated()) return {0.0, device + ": no peak rate"};

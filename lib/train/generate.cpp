@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "kernels/common/sr_bits.h"
+#include "lib/util/stop_signal.h"
 
 namespace srkit {
 
@@ -13,6 +14,7 @@ std::vector<int32_t> generate(GPT& model, std::vector<int32_t> prompt, int n, in
   std::vector<int32_t> tokens = std::move(prompt);
   if (tokens.empty()) tokens.push_back(0);
   for (int i = 0; i < n; ++i) {
+    throw_if_stopped("sampling");
     const int len = std::min<int>(int(tokens.size()), window);
     const int32_t* ctx = tokens.data() + tokens.size() - len;
     model.forward(ctx, nullptr, 1, len);

@@ -12,6 +12,7 @@ namespace srkit {
 // Appends n tokens to prompt by ancestral sampling (temperature 1) from the
 // model, over a sliding window of at most window tokens. The uniform draws come
 // from Philox keyed by the seed, so the same model and seed give the same text.
+// Throws Interrupted (lib/util/stop_signal.h) when a stop signal arrives.
 std::vector<int32_t> generate(GPT& model, std::vector<int32_t> prompt, int n, int window,
                               uint64_t seed);
 

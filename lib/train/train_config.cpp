@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "lib/precision.h"
+#include "lib/train/resume_check.h"
 
 namespace srkit {
 
@@ -84,6 +85,8 @@ void TrainConfig::validate() const {
   require(replica_check >= 0, "--replica-check must be >= 0 (0: never)");
   require(shadow_fp32 >= 0, "--shadow-fp32 must be >= 0 (0: off)");
   require(shadow_every >= 1, "--shadow-every must be >= 1");
+  check_resume_override_names(resume_overrides);
+  require(resume_overrides.empty() || !resume.empty(), "--resume-override needs --resume");
 }
 
 nlohmann::json TrainConfig::to_json(int world) const {

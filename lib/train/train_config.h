@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "lib/model/gpt_config.h"
 #include "lib/precision.h"
@@ -53,8 +54,10 @@ struct TrainConfig {
   int ckpt_interval = 0;         // steps; 0 = only at the end and on a signal
   bool save_final = true;        // write a checkpoint when the run ends
   std::string resume;            // checkpoint file or directory (latest in it)
-  int sample_tokens = 96;        // generated after training; 0 = none
-  bool quiet = false;            // no progress lines (tables and errors only)
+  // Config fields a resume may change from the checkpoint's (resume_check.h)
+  std::vector<std::string> resume_overrides;
+  int sample_tokens = 96;  // generated after training; 0 = none
+  bool quiet = false;      // no progress lines (tables and errors only)
   // Synchronise the backend at the end of every phase, so the phase table holds
   // device time on an asynchronous device (costs the host/device overlap).
   bool sync_phases = false;

@@ -1,11 +1,9 @@
 #include "lib/train/trainer.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <deque>
 #include <filesystem>
@@ -13,6 +11,7 @@
 #include <optional>
 
 #include "lib/backend/make_backend.h"
+#include "lib/data/data_size.h"
 #include "lib/data/sampler.h"
 #include "lib/data/synthetic.h"
 #include "lib/data/token_data.h"
@@ -22,31 +21,19 @@
 #include "lib/train/checkpoint_io.h"
 #include "lib/train/data_parallel.h"
 #include "lib/train/generate.h"
+#include "lib/train/memory_check.h"
 #include "lib/train/optimizer.h"
 #include "lib/train/progress.h"
 #include "lib/train/rank_agreement.h"
 #include "lib/train/replica_check.h"
+#include "lib/train/resume_check.h"
 #include "lib/train/run_log.h"
 #include "lib/train/shadow_probe.h"
+#include "lib/util/atomic_file.h"
+#include "lib/util/dir_lock.h"
+#include "lib/util/output_path.h"
 
 namespace srkit {
-
-// ---- signals -------------------------------------------------------------------
-
-namespace {
-std::atomic<int> g_stop_signal{0};
-extern "C" void on_stop_signal(int sig) { g_stop_signal.store(sig); }
-}  // namespace
-
-void install_stop_handlers() {
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-}
-
-int stop_signal() { return g_stop_signal.load(); }
 
 // ---- summary -------------------------------------------------------------------
 
@@ -104,6 +91,58 @@ DataSplits load_data(const TrainConfig& c) {
   return split_tail(load_tokens(c.data), c.val_fraction);
 }
 
+// Bytes the loaded token streams take (known before reading: a run refuses data
+// that does not fit instead of dying in std::bad_alloc part-way).
+uint64_t data_bytes(const TrainConfig& c) {
+  if (c.data.empty()) return 2 * uint64_t(c.synthetic_bytes);
+  const uint64_t train = loaded_token_bytes(c.data);
+  if (!c.val_data.empty()) return train + loaded_token_bytes(c.val_data);
+  return train + uint64_t(double(train) * c.val_fraction);  // the val tail is copied out
+}
+
+std::string describe_data(const TrainConfig& c) {
+  if (c.data.empty()) return "the built-in corpus";
+  return c.data + (c.val_data.empty() ? "" : " and " + c.val_data);
+}
+
+std::string hex64(uint64_t x) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%016" PRIx64, x);
+  return buf;
+}
+
+// The data by content, in the run's config (log header and checkpoints): a
+// resume compares it, so the same tokens under another path are the same data.
+void add_data_fingerprint(nlohmann::json& config, const DataSplits& data) {
+  config["data_tokens"] = data.train.tokens.size();
+  config["data_checksum"] =
+      hex64(checksum_bytes(data.train.tokens.data(), data.train.tokens.size() * sizeof(uint16_t)));
+  config["val_tokens"] = data.val.tokens.size();
+  config["val_checksum"] =
+      hex64(checksum_bytes(data.val.tokens.data(), data.val.tokens.size() * sizeof(uint16_t)));
+}
+
+// What the run is doing, for "out of memory while ..." (std::bad_alloc carries
+// no context). The previous activity comes back when the scope ends normally;
+// during unwinding the slot keeps this one, for the handler to read.
+class Activity {
+ public:
+  Activity(std::string& slot, std::string what)
+      : slot_(slot), saved_(std::move(slot)), exceptions_(std::uncaught_exceptions()) {
+    slot_ = std::move(what);
+  }
+  ~Activity() {
+    if (std::uncaught_exceptions() == exceptions_) slot_ = std::move(saved_);
+  }
+  Activity(const Activity&) = delete;
+  Activity& operator=(const Activity&) = delete;
+
+ private:
+  std::string& slot_;
+  std::string saved_;
+  int exceptions_;
+};
+
 // Tokens the model's vocabulary cannot embed, named by the data they came from.
 void check_vocabulary(const TokenData& d, const GPTConfig& mc) {
   if (d.vocab_size > mc.vocab_size) {
@@ -152,19 +191,30 @@ class Trainer::State {
  public:
   State(const TrainConfig& config, Communicator* given_comm);
   RunSummary run();
+  const std::string& activity() const { return activity_; }
 
  private:
   void set_up();
+  void claim_outputs();
+  void check_model_memory();
+  void open_log(const GPTConfig& mc);
   void resume();
+  // A failed log write stops the run after a last checkpoint, like a failed
+  // checkpoint (an unwritten log is not a finished experiment).
+  void check_log(uint64_t step);
   // One optimizer step: the micro-batches, the gradient reduction, the clip
   // and AdamW on the device, then the step's one host read.
   DataParallel::StepTotals train_step(uint64_t step, bool log_this_step);
   void log_step(uint64_t step, const DataParallel::StepTotals& t, double seconds,
                 double comm_seconds);
-  void evaluate(uint64_t step);  // a collective
-  void save(uint64_t step);      // a collective under ZeRO-1
+  // A collective. Returns false (and marks the run interrupted) when a stop
+  // signal cut it short on any rank; nothing is logged then.
+  bool evaluate(uint64_t step);
+  void mark_interrupted(int signal);
+  void save(uint64_t step);  // a collective under ZeRO-1
   void check_replicas(uint64_t step);
   void finish();
+  void report_stop();
 
   const TrainConfig& c_;
   std::unique_ptr<Communicator> owned_comm_;
@@ -179,6 +229,10 @@ class Trainer::State {
   std::unique_ptr<EvalWindows> eval_;
   std::unique_ptr<RunLog> log_;
   std::unique_ptr<Progress> progress_;
+  std::vector<std::shared_ptr<DirLock>> locks_;  // the output folders, held for the run's life
+  std::string resume_path_;                      // the checkpoint resumed from, if any
+  nlohmann::json run_config_;                    // to_json plus the data's fingerprint
+  std::string activity_ = "starting";
   PhaseTimers timers_;
 
   int world_ = 1, rank_ = 0;
@@ -202,7 +256,11 @@ Trainer::~Trainer() = default;
 RunSummary Trainer::run() {
   config_.validate();
   state_ = std::make_unique<State>(config_, comm_);
-  return state_->run();
+  try {
+    return state_->run();
+  } catch (const std::bad_alloc&) {
+    throw OutOfMemory("out of memory while " + state_->activity());
+  }
 }
 
 Trainer::State::State(const TrainConfig& config, Communicator* given_comm) : c_(config) {
@@ -217,23 +275,48 @@ void Trainer::State::set_up() {
   Communicator& comm = *comm_;
   check_ranks_agree_on_config(comm, c_);
   const GPTConfig mc = c_.model_config();
-  data_ = load_data(c_);
+  const std::string& name = c_.strategy.name;
+  summary_.log_file = c_.log_file.empty()
+                          ? (std::filesystem::path(c_.out_dir) / (name + ".jsonl")).string()
+                          : c_.log_file;
+  ckpt_dir_ = c_.ckpt_dir.empty() ? (std::filesystem::path(c_.out_dir) / ("ckpt-" + name)).string()
+                                  : c_.ckpt_dir;
+  if (lead_) claim_outputs();
+  std::optional<CheckpointInfo> resumed;
+  if (!c_.resume.empty()) {
+    resume_path_ = resolve_checkpoint(c_.resume);
+    resumed = read_checkpoint_info(resume_path_);
+  }
+
+  {
+    Activity loading(activity_, "loading the data");
+    require_memory("the data", data_bytes(c_), "token streams of " + describe_data(c_),
+                   available_host_memory(), "use less data or more memory");
+    data_ = load_data(c_);
+  }
   check_ranks_agree_on_data(comm, data_);
   check_vocabulary(data_.train, mc);
   check_vocabulary(data_.val, mc);
   check_validation_window(data_.val, c_.seq_len);
+  run_config_ = c_.to_json(world_);
+  add_data_fingerprint(run_config_, data_);
+  if (resumed) check_resume_config(resume_path_, resumed->config, run_config_, c_.resume_overrides);
   sampler_ = std::make_unique<BatchSampler>(data_.train, c_.seq_len, c_.seed);
   if (!data_.val.tokens.empty()) eval_ = std::make_unique<EvalWindows>(data_.val, c_.seq_len);
 
   backend_ = make_backend(c_.device, c_.threads);
   if (c_.mem_limit_bytes > 0) backend_->set_memory_limit(c_.mem_limit_bytes);
-  model_ = std::make_unique<GPT>(*backend_, mc, c_.strategy.weights(), c_.strategy.compute);
-  model_->set_timers(&timers_);
-  if (c_.sync_phases) timers_.set_sync([this] { backend_->synchronize(); });
-  model_->init_weights(c_.seed);
-  dp_ = std::make_unique<DataParallel>(comm, *model_, c_.zero, c_.grad_accum, &timers_);
-  optimizer_ = std::make_unique<Optimizer>(*model_, c_.strategy, sr_seed_of_rank(c_, rank_),
-                                           dp_->optimizer_begin(), dp_->optimizer_end());
+  check_model_memory();
+  {
+    Activity allocating(activity_, "allocating the model and optimizer");
+    model_ = std::make_unique<GPT>(*backend_, mc, c_.strategy.weights(), c_.strategy.compute);
+    model_->set_timers(&timers_);
+    if (c_.sync_phases) timers_.set_sync([this] { backend_->synchronize(); });
+    model_->init_weights(c_.seed);
+    dp_ = std::make_unique<DataParallel>(comm, *model_, c_.zero, c_.grad_accum, &timers_);
+    optimizer_ = std::make_unique<Optimizer>(*model_, c_.strategy, sr_seed_of_rank(c_, rank_),
+                                             dp_->optimizer_begin(), dp_->optimizer_end());
+  }
   resume();
   check_ranks_agree_on_start(comm, start_step_);
   if (lead_ && c_.shadow_fp32 > 0) {  // after a resume, so the shadows start from its weights
@@ -245,7 +328,6 @@ void Trainer::State::set_up() {
   total_ = c_.total_steps(world_);
   schedule_ = c_.lr_schedule(world_);
   tokens_per_step_ = c_.tokens_per_step(world_);
-  const std::string& name = c_.strategy.name;
   summary_.strategy = name;
   summary_.model = mc.describe();
   summary_.num_params = model_->layout().num_params();
@@ -257,41 +339,89 @@ void Trainer::State::set_up() {
   summary_.comm = comm.name();
   summary_.zero = c_.zero;
   summary_.sr_seed = c_.sr_seed;
-  summary_.log_file = c_.log_file.empty()
-                          ? (std::filesystem::path(c_.out_dir) / (name + ".jsonl")).string()
-                          : c_.log_file;
-  if (lead_) std::filesystem::create_directories(c_.out_dir);
-  log_ = std::make_unique<RunLog>(summary_.log_file, lead_, start_step_ > 0);
+  open_log(mc);
   progress_ = std::make_unique<Progress>(lead_ && !c_.quiet, name, total_);
-  ckpt_dir_ = c_.ckpt_dir.empty() ? (std::filesystem::path(c_.out_dir) / ("ckpt-" + name)).string()
-                                  : c_.ckpt_dir;
-  if (start_step_ == 0) {
-    log_->write({{"type", "config"},
-                 {"strategy", name},
-                 {"strategy_detail", c_.strategy.describe()},
-                 {"model", mc.describe()},
-                 {"backend", backend_->description()},
-                 {"comm", comm.name()},
-                 {"world_size", world_},
-                 {"config", c_.to_json(world_)}});
-    log_->flush();
-  }
   inputs_.resize(size_t(c_.batch) * c_.seq_len);
   targets_.resize(inputs_.size());
 }
 
+// Every output place is created and checked writable, and owned by this
+// process for the run's life, before any work: an unwritable --ckpt-dir is
+// found in the first second, and two runs never share a folder.
+void Trainer::State::claim_outputs() {
+  const std::string ckpt_flag = c_.ckpt_dir.empty() ? "--out" : "--ckpt-dir";
+  prepare_output_dir("--out", c_.out_dir);
+  prepare_output_dir(ckpt_flag, ckpt_dir_);
+  locks_.push_back(DirLock::acquire(c_.out_dir, "--out"));
+  locks_.push_back(DirLock::acquire(ckpt_dir_, ckpt_flag));
+  // Owned now: temporaries left here were a killed writer's.
+  remove_atomic_temporaries(ckpt_dir_);
+  // The log (its own lock: a --log outside --out is not covered by the above).
+  const std::filesystem::path log_dir = std::filesystem::path(summary_.log_file).parent_path();
+  std::error_code ec;
+  if (!std::filesystem::exists(summary_.log_file, ec)) {
+    prepare_output_dir(c_.log_file.empty() ? "--out" : "--log",
+                       log_dir.empty() ? "." : log_dir.string());
+  }
+  log_ = std::make_unique<RunLog>(summary_.log_file, lead_);
+}
+
+// The backend's buffers (the memory model's exact figure) and, on the host, the
+// copy a checkpoint stages, against what the device and the host have left.
+void Trainer::State::check_model_memory() {
+  const MemoryEstimate e = run_memory_estimate(c_, world_);
+  const uint64_t staging = lead_ ? checkpoint_staging_bytes(e, world_, c_.zero) : 0;
+  const std::string advice = "reduce --batch or --seq-len, or use a smaller model";
+  if (backend_->name() == "cpu") {
+    require_memory("this run on the CPU", uint64_t(e.total()) + staging,
+                   describe_estimate(e) + ", checkpoint staging " + human_bytes(staging),
+                   backend_->available_memory(), advice);
+    return;
+  }
+  require_memory("this run on " + backend_->name(), e.backend_total(), describe_estimate(e),
+                 backend_->available_memory(), advice);
+  require_memory("the host copy of a checkpoint", staging, "", available_host_memory(),
+                 "use a machine with more host memory");
+}
+
+// A fresh run starts its log with the config; a resumed one cuts the log back
+// to the checkpointed step and says so, so the records read as one run.
+void Trainer::State::open_log(const GPTConfig& mc) {
+  if (!log_) log_ = std::make_unique<RunLog>(summary_.log_file, lead_);  // a non-lead rank
+  nlohmann::json resume_record;
+  const LogCut cut = log_->begin(start_step_);
+  if (start_step_ > 0 && lead_) {
+    resume_record = {{"type", "resume"},
+                     {"step", start_step_},
+                     {"checkpoint", resume_path_},
+                     {"dropped_records", cut.dropped_records},
+                     {"dropped_incomplete_line", cut.dropped_incomplete_line}};
+    if (cut.kept_records == 0) resume_record["log_started_here"] = true;
+  }
+  if (start_step_ == 0 || resume_record.value("log_started_here", false)) {
+    log_->write({{"type", "config"},
+                 {"strategy", c_.strategy.name},
+                 {"strategy_detail", c_.strategy.describe()},
+                 {"model", mc.describe()},
+                 {"backend", backend_->description()},
+                 {"comm", comm_->name()},
+                 {"world_size", world_},
+                 {"config", run_config_}});
+  }
+  if (!resume_record.is_null()) log_->write(resume_record);
+}
+
 void Trainer::State::resume() {
-  if (c_.resume.empty()) return;
-  const std::string path = resolve_checkpoint(c_.resume);
-  const CheckpointInfo info = load_checkpoint(path, *model_, *optimizer_);
+  if (resume_path_.empty()) return;
+  const CheckpointInfo info = load_checkpoint(resume_path_, *model_, *optimizer_);
   if (info.seed != c_.seed) {
-    throw std::invalid_argument("--resume: checkpoint " + path + " was written with seed " +
+    throw std::invalid_argument("--resume: checkpoint " + resume_path_ + " was written with seed " +
                                 std::to_string(info.seed) + ", this run has --seed " +
                                 std::to_string(c_.seed));
   }
   start_step_ = info.step;
   if (!c_.quiet && lead_) {
-    std::fprintf(stderr, "resumed from %s at step %llu\n", path.c_str(),
+    std::fprintf(stderr, "resumed from %s at step %llu\n", resume_path_.c_str(),
                  static_cast<unsigned long long>(start_step_));
   }
 }
@@ -356,22 +486,31 @@ void Trainer::State::log_step(uint64_t step, const DataParallel::StepTotals& t, 
                {"tok_per_s", double(tokens_per_step_) / seconds}});
 }
 
-void Trainer::State::evaluate(uint64_t step) {
-  if (!eval_) return;
+bool Trainer::State::evaluate(uint64_t step) {
+  if (!eval_) return true;
   ScopedPhase phase(&timers_, "eval");
+  Activity evaluating(activity_, "evaluating");
   // Batch i of the evaluation windows goes to rank i % W, and the per-batch
-  // sums are added in batch order, as one rank would.
+  // sums are added in batch order, as one rank would. A stop signal ends this
+  // rank's share early; the last gathered slot carries it to every rank.
   const int W = world_;
   const size_t B = size_t(c_.batch);
   const size_t windows = std::min<size_t>(eval_->count(), size_t(c_.eval_batches) * B);
   const size_t batches = (windows + B - 1) / B, per_rank = (batches + W - 1) / size_t(W);
-  std::vector<double> mine(per_rank, 0.0);
-  for (size_t i = size_t(rank_); i < batches; i += size_t(W)) {
+  std::vector<double> mine(per_rank + 1, 0.0);
+  for (size_t i = size_t(rank_); i < batches && stop_signal() == 0; i += size_t(W)) {
     const int rows = int(std::min(B, windows - i * B));
     eval_->fill(i * B, rows, inputs_.data(), targets_.data());
     mine[i / W] = double(model_->forward(inputs_.data(), targets_.data(), rows, c_.seq_len)) * rows;
   }
+  mine[per_rank] = double(stop_signal());
   const auto all = dp_->all_gather(mine);
+  for (const std::vector<double>& rank : all) {
+    if (rank[per_rank] != 0.0) {
+      mark_interrupted(int(rank[per_rank]));
+      return false;
+    }
+  }
   double sum = 0.0;
   for (size_t i = 0; i < batches; ++i) sum += all[i % W][i / W];
   summary_.val_loss = sum / double(windows);
@@ -380,11 +519,25 @@ void Trainer::State::evaluate(uint64_t step) {
                {"step", step},
                {"val_loss", summary_.val_loss},
                {"val_ppl", summary_.val_ppl}});
-  log_->flush();
+  return true;
+}
+
+void Trainer::State::mark_interrupted(int signal) {
+  if (summary_.interrupted) return;
+  summary_.interrupted = true;
+  summary_.stop_signal = signal;
+}
+
+void Trainer::State::check_log(uint64_t step) {
+  if (!log_->failed()) return;
+  if (saved_step_ != step) save(step);
+  throw std::runtime_error(log_->error() + "; stopped after step " + std::to_string(step) +
+                           " (checkpoint " + summary_.checkpoint + ")");
 }
 
 void Trainer::State::save(uint64_t step) {
   ScopedPhase phase(&timers_, "checkpoint");
+  Activity saving(activity_, "writing a checkpoint");
   const std::vector<HostStateBuffer> state = dp_->gather_optimizer_state(*optimizer_);
   const std::string path = checkpoint_path(ckpt_dir_, step);
   if (lead_) {
@@ -393,7 +546,7 @@ void Trainer::State::save(uint64_t step) {
     info.data_cursor = step;
     info.seed = c_.seed;
     info.strategy = c_.strategy.name;
-    info.config = c_.to_json(world_);
+    info.config = run_config_;
     info.world_size = world_;
     save_checkpoint(path, *model_, state, info);
   }
@@ -423,7 +576,6 @@ void Trainer::State::check_replicas(uint64_t step) {
             {"tensor", tensor},
             {"per_rank", per_rank}});
   log_->write(j);
-  log_->flush();
   const std::string what = "replicas differ after step " + std::to_string(step) + ": rank " +
                            std::to_string(report.worst_rank) + " differs from rank 0 in " +
                            std::to_string(worst.differing) + " of " +
@@ -446,6 +598,7 @@ RunSummary Trainer::State::run() {
     const auto t0 = std::chrono::steady_clock::now();
     const double comm_before = comm_->comm_seconds();
     const bool log_this_step = step % log_every == 0 || step == total_;
+    Activity training(activity_, "training (step " + std::to_string(step) + ")");
     const DataParallel::StepTotals t = train_step(step, log_this_step);
     if (shadow_) {  // gradients are reduced and the real weights updated: follow unrounded
       shadow_->update(*model_, step, float(lr_at(schedule_, step)), c_.adamw, t.clip_scale);
@@ -473,18 +626,13 @@ RunSummary Trainer::State::run() {
       evaluate(step);
     }
     if (c_.ckpt_interval > 0 && step % uint64_t(c_.ckpt_interval) == 0) save(step);
-    if (t.stop_signal != 0) {
-      // Every rank saw the same signal in the exchange, so all stop after this step.
+    check_log(step);
+    // Every rank saw the same signal in the step's exchange (or the
+    // evaluation's gather), so all stop after this step.
+    if (t.stop_signal != 0) mark_interrupted(t.stop_signal);
+    if (summary_.interrupted) {
       if (saved_step_ != step) save(step);
-      summary_.interrupted = true;
-      summary_.stop_signal = t.stop_signal;
-      log_->flush();
-      if (lead_) {  // also under --quiet: the user needs to know where the run stands
-        progress_->end_line();
-        std::fprintf(stderr, "[%s] stopped by signal %d at step %llu; checkpoint %s\n",
-                     summary_.strategy.c_str(), t.stop_signal,
-                     static_cast<unsigned long long>(step), summary_.checkpoint.c_str());
-      }
+      report_stop();
       break;
     }
   }
@@ -493,17 +641,31 @@ RunSummary Trainer::State::run() {
     summary_.allocations_after_first_step = now.allocations - after_first.allocations;
     summary_.host_reads_after_first_step = now.host_reads - after_first.host_reads;
   }
-  log_->flush();
   finish();
+  check_log(summary_.steps_done);
   return summary_;
+}
+
+void Trainer::State::report_stop() {
+  if (!lead_) return;  // also under --quiet: the user needs to know where the run stands
+  progress_->end_line();
+  std::fprintf(stderr, "[%s] stopped by signal %d at step %llu; checkpoint %s\n",
+               summary_.strategy.c_str(), summary_.stop_signal,
+               static_cast<unsigned long long>(summary_.steps_done),
+               summary_.checkpoint.empty() ? "none" : summary_.checkpoint.c_str());
 }
 
 void Trainer::State::finish() {
   if (!summary_.interrupted) {
-    if (c_.final_eval) evaluate(summary_.steps_done);
+    // A signal during the final evaluation skips the rest of it; the
+    // checkpoint of the finished steps is still written.
+    const bool evaluated = !c_.final_eval || evaluate(summary_.steps_done);
     // Also when no step ran (resumed at the last step): the checkpoint then
     // passes the state on, e.g. to another world size.
-    if (c_.save_final && saved_step_ != summary_.steps_done) save(summary_.steps_done);
+    if ((c_.save_final || !evaluated) && saved_step_ != summary_.steps_done) {
+      save(summary_.steps_done);
+    }
+    if (!evaluated) report_stop();
   }
   summary_.train_loss = recent_losses_.empty()
                             ? 0.0
@@ -529,9 +691,14 @@ void Trainer::State::finish() {
     const TokenData& src = data_.val.tokens.empty() ? data_.train : data_.val;
     const size_t prompt_len = std::min<size_t>(16, src.tokens.size());
     std::vector<int32_t> prompt(src.tokens.begin(), src.tokens.begin() + prompt_len);
-    const std::vector<int32_t> out =
-        generate(*model_, prompt, c_.sample_tokens, c_.seq_len, c_.seed);
-    summary_.sample = tokens_to_text(out, model_->config().vocab_size);
+    try {
+      const std::vector<int32_t> out =
+          generate(*model_, prompt, c_.sample_tokens, c_.seq_len, c_.seed);
+      summary_.sample = tokens_to_text(out, model_->config().vocab_size);
+    } catch (const Interrupted& e) {  // the checkpoint is written; only the sample is lost
+      mark_interrupted(e.signal);
+      report_stop();
+    }
   }
   summary_.phases = timers_;
   nlohmann::json phases;
@@ -539,7 +706,6 @@ void Trainer::State::finish() {
     phases[name] = {{"seconds", stat.seconds}, {"calls", stat.calls}};
   }
   log_->write({{"type", "summary"}, {"summary", summary_.to_json()}, {"phases", phases}});
-  log_->flush();
 }
 
 }  // namespace srkit

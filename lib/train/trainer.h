@@ -14,6 +14,7 @@
 #include "lib/comm/communicator.h"
 #include "lib/profiling.h"
 #include "lib/train/train_config.h"
+#include "lib/util/stop_signal.h"
 
 namespace srkit {
 
@@ -87,11 +88,9 @@ class Trainer {
   std::unique_ptr<State> state_;
 };
 
-// Installs SIGINT/SIGTERM handlers that ask running Trainers to stop after the
-// current step (the handler only sets a flag). Returns the signal seen, or 0.
-// Data-parallel ranks exchange the flag every step, so a signal to any rank
-// stops all of them after the same step.
-void install_stop_handlers();
-int stop_signal();
+// SIGINT/SIGTERM: install_stop_handlers() and stop_signal() are in
+// lib/util/stop_signal.h. A signal stops a running Trainer after the current
+// step (with a checkpoint); data-parallel ranks exchange the flag every step,
+// so a signal to any rank stops all of them after the same step.
 
 }  // namespace srkit

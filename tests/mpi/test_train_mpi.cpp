@@ -559,6 +559,19 @@ TEST(SrTrainMpi, ASignalToOneRankStopsAllAfterTheSameStep) {
   const auto summary = log_records(dir / "bf16-sr.jsonl", "summary");
   ASSERT_EQ(summary.size(), 1u);
   EXPECT_EQ(summary[0].at("summary").at("stop_signal"), 15);
+
+  // The stopped job resumes from that checkpoint, and its log continues the
+  // stopped one's step records without a gap or a repeat.
+  const JobResult resumed = run_sr_train(
+      "--steps " + std::to_string(step + 2) + " --resume-override steps --zero 1 " +
+      "--comm-timeout 20 -q --resume " + (dir / "ckpt-bf16-sr").string() + " --out " +
+      dir.string());
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
+  const auto all_steps = log_records(dir / "bf16-sr.jsonl", "step");
+  for (size_t i = 0; i < all_steps.size(); ++i) {
+    EXPECT_EQ(all_steps[i].at("step").get<uint64_t>(), i + 1);
+  }
+  EXPECT_EQ(all_steps.size(), step + 2);
 }
 
 }  // namespace
