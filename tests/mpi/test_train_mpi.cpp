@@ -562,10 +562,10 @@ TEST(SrTrainMpi, ASignalToOneRankStopsAllAfterTheSameStep) {
 
   // The stopped job resumes from that checkpoint, and its log continues the
   // stopped one's step records without a gap or a repeat.
-  const JobResult resumed = run_sr_train(
-      "--steps " + std::to_string(step + 2) + " --resume-override steps --zero 1 " +
-      "--comm-timeout 20 -q --resume " + (dir / "ckpt-bf16-sr").string() + " --out " +
-      dir.string());
+  const JobResult resumed =
+      run_sr_train("--steps " + std::to_string(step + 2) + " --resume-override steps --zero 1 " +
+                   "--comm-timeout 20 -q --resume " + (dir / "ckpt-bf16-sr").string() + " --out " +
+                   dir.string());
   EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
   const auto all_steps = log_records(dir / "bf16-sr.jsonl", "step");
   for (size_t i = 0; i < all_steps.size(); ++i) {
