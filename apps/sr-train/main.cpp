@@ -142,6 +142,11 @@ void add_flags(CLI::App& app, srkit::TrainConfig& c, std::string& compare, std::
       ->delimiter(',')
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->type_name("NAMES");
+  app.add_option("--init-from", c.init_from,
+                 "start from a Hugging Face GPT-2 folder (config.json + model.safetensors, e.g. "
+                 "the public GPT-2 124M weights); its config.json sets the model shape; optimizer "
+                 "state starts fresh")
+      ->type_name("DIR");
   app.add_option("--sample-tokens", c.sample_tokens, "tokens to generate at the end (0: none)")
       ->capture_default_str()
       ->check(cli::integer_in(0, 1 << 20));
@@ -206,6 +211,8 @@ int main(int argc, char** argv) {
   // One communicator for the whole process (MPI starts once), shared by every
   // Trainer of --compare. Flags are checked first, so a typo never starts MPI.
   std::unique_ptr<srkit::Communicator> comm;
+  // With --init-from the folder gives the shape; --model then only double-checks it.
+  if (!config.init_from.empty() && app.count("--model") == 0) config.model.clear();
   try {
     if (config.seq_len == 0) config.seq_len = config.model_config().max_seq_len;
     config.validate();

@@ -92,4 +92,8 @@ SRKIT_HD float gelu_grad(float x) {
   return l.s + 2.0f * x * (l.s * l.one_minus_s) * du;
 }
 
+// GPT-2's LayerNorm epsilon: the CPU and CUDA LayerNorm kernels, and the
+// layer_norm_epsilon a Hugging Face export declares (lib/checkpoint/hf_gpt2_config.h).
+constexpr float kLayerNormEps = 1e-5f;
+
 }  // namespace srkit

@@ -86,6 +86,13 @@ void cast_bf16_to_f32(const bf16* in, float* out, size_t n) {
   for (size_t i = tail; i < n; ++i) out[i] = bf16_to_float(in[i]);
 }
 
+void cast_f16_to_f32(const fp16* in, float* out, size_t n) {
+  const size_t tail = for_each_block<kBlock>(in, out, 0, n, [=](size_t i0) {
+    for (size_t e = i0; e < i0 + kBlock; ++e) out[e] = fp16_to_float(in[e]);
+  });
+  for (size_t i = tail; i < n; ++i) out[i] = fp16_to_float(in[i]);
+}
+
 void cast_f32_to_bf16_sr(const float* in, bf16* out, size_t n, uint64_t seed, RngPurpose purpose,
                          uint64_t step, uint64_t base_index) {
   check_sr_step("cast_f32_to_bf16_sr", step);

@@ -6,12 +6,13 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/common/math.h"
 #include "kernels/cpu/ops.h"
 
 namespace srkit::cpu {
 namespace {
 
-constexpr float kEps = 1e-5f;  // GPT-2's LayerNorm epsilon
+constexpr float kEps = kLayerNormEps;
 
 void check_shape(const char* op, int N, int C) {
   if (N <= 0 || C <= 0) {

@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/common/math.h"
 #include "kernels/cuda/elements.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/layernorm.h"
@@ -31,7 +32,7 @@
 namespace srkit::cuda {
 namespace {
 
-constexpr float kEps = 1e-5f;  // GPT-2's LayerNorm epsilon, as the CPU op
+constexpr float kEps = kLayerNormEps;  // as the CPU op
 constexpr int kRowWarps = 8;
 constexpr int kRowThreads = kRowWarps * kWarpSize;
 constexpr size_t kMaxRowBlocks = 8192;

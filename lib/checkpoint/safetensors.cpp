@@ -8,6 +8,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "lib/checkpoint/float_tensors.h"
 #include "lib/util/atomic_file.h"
 #include "lib/util/format.h"
 
@@ -37,13 +38,13 @@ bool element_count(const std::vector<int64_t>& shape, uint64_t* out) {
   return true;
 }
 
+}  // namespace
+
 std::string shape_string(const std::vector<int64_t>& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
 }
-
-}  // namespace
 
 size_t safetensors_dtype_size(const std::string& dtype) {
   static const std::map<std::string, size_t> kSizes = {
@@ -246,6 +247,28 @@ void SafetensorsReader::read(const std::string& name, void* dst, size_t nbytes) 
   in.read(static_cast<char*>(dst), std::streamsize(nbytes));
   if (!in)
     throw file_error(path_, "cannot read tensor '" + name + "' (file changed or truncated?)");
+}
+
+void SafetensorsReader::read_as(const std::string& name, DType dtype, void* dst,
+                                size_t elements) const {
+  const Info& info = entry(name).info;
+  if (!is_convertible_float_dtype(info.dtype)) {
+    throw file_error(
+        path_, "tensor '" + name + "' has dtype " + info.dtype + ", expected F32, F16 or BF16");
+  }
+  const size_t have = info.nbytes / safetensors_dtype_size(info.dtype);
+  if (have != elements) {
+    throw file_error(
+        path_, strprintf("tensor '%s' has %zu elements (%s), caller expects %zu", name.c_str(),
+                         have, shape_string(info.shape).c_str(), elements));
+  }
+  if (info.dtype == safetensors_dtype_of(dtype)) {
+    read(name, dst, info.nbytes);
+    return;
+  }
+  std::vector<char> raw(info.nbytes);
+  read(name, raw.data(), raw.size());
+  convert_float_elements(raw.data(), info.dtype, dst, dtype, elements);
 }
 
 std::vector<std::string> SafetensorsReader::names() const {

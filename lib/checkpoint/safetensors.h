@@ -16,11 +16,16 @@
 #include <string>
 #include <vector>
 
+#include "kernels/common/dtype.h"
+
 namespace srkit {
 
 // Bytes per element of a safetensors dtype ("F32", "BF16", "U16", ...); throws
 // std::invalid_argument for an unknown name.
 size_t safetensors_dtype_size(const std::string& dtype);
+
+// "[d0, d1, ...]", for messages.
+std::string shape_string(const std::vector<int64_t>& shape);
 
 struct TensorRef {
   std::string name;
@@ -57,6 +62,10 @@ class SafetensorsReader {
   Info info(const std::string& name) const;
   // Copies the tensor's bytes into dst; nbytes must equal info(name).nbytes.
   void read(const std::string& name, void* dst, size_t nbytes) const;
+  // Reads a float tensor (F32, F16 or BF16) of `elements` elements into dst as
+  // `dtype`, converted by lib/checkpoint/float_tensors.h (exact widening, RN
+  // narrowing). Throws naming the file and tensor for another dtype or count.
+  void read_as(const std::string& name, DType dtype, void* dst, size_t elements) const;
   // Tensor names in file (offset) order.
   std::vector<std::string> names() const;
 

@@ -20,6 +20,11 @@ void GPTConfig::validate() const {
   require(max_seq_len >= 1, "max sequence length must be >= 1");
 }
 
+bool GPTConfig::same_shape(const GPTConfig& o) const {
+  return num_layers == o.num_layers && channels == o.channels && num_heads == o.num_heads &&
+         max_seq_len == o.max_seq_len && vocab_size == o.vocab_size;
+}
+
 std::string GPTConfig::describe() const {
   const double params = double(ParamLayout(*this).num_params());
   char buf[256];

@@ -20,6 +20,8 @@ struct GPTConfig {
   int padded_vocab_size() const { return (vocab_size + 127) / 128 * 128; }
   // Throws std::invalid_argument naming the bad field.
   void validate() const;
+  // The same layers, channels, heads, sequence length and vocabulary (names aside).
+  bool same_shape(const GPTConfig& other) const;
   std::string describe() const;  // "d4: L=4 C=256 NH=4 T=256 V=256 (3.3M params)"
 };
 

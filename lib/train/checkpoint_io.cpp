@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "lib/checkpoint/checkpoint_dir.h"
+#include "lib/checkpoint/float_tensors.h"
 #include "lib/checkpoint/safetensors.h"
 
 namespace srkit {
@@ -14,7 +15,7 @@ namespace {
 
 constexpr const char* kFormat = "srkit-checkpoint-1";
 
-std::string st_dtype(DType d) { return d == DType::kF32 ? "F32" : "BF16"; }
+std::string st_dtype(DType d) { return safetensors_dtype_of(d); }
 
 nlohmann::json model_json(const GPTConfig& c) {
   return {{"layers", c.num_layers},
@@ -22,6 +23,37 @@ nlohmann::json model_json(const GPTConfig& c) {
           {"heads", c.num_heads},
           {"vocab", c.vocab_size},
           {"max_seq_len", c.max_seq_len}};
+}
+
+GPTConfig model_from_json(const std::string& path, const std::string& text) {
+  try {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    GPTConfig c;
+    c.num_layers = j.at("layers").get<int>();
+    c.channels = j.at("channels").get<int>();
+    c.num_heads = j.at("heads").get<int>();
+    c.vocab_size = j.at("vocab").get<int>();
+    c.max_seq_len = j.at("max_seq_len").get<int>();
+    c.validate();
+    return c;
+  } catch (const std::exception& e) {
+    throw std::runtime_error(path + ": malformed model metadata '" + text + "' (" + e.what() + ")");
+  }
+}
+
+// Every weight tensor of the file into `flat`, a host image of the flat buffer
+// of `layout` in dtype; each must have that dtype and its layout shape.
+void read_weights(const SafetensorsReader& reader, const ParamLayout& layout, DType dtype,
+                  char* flat) {
+  const size_t es = dtype_size(dtype);
+  for (const ParamTensor& t : layout.tensors()) {
+    const SafetensorsReader::Info ti = reader.info(t.name);
+    if (ti.dtype != st_dtype(dtype) || ti.shape != t.shape) {
+      throw std::runtime_error(reader.path() + ": tensor " + t.name + " has dtype " + ti.dtype +
+                               " and a different shape than this model expects");
+    }
+    reader.read(t.name, flat + t.offset * es, t.count * es);
+  }
 }
 
 std::vector<char> device_to_host(Backend& backend, const void* src, size_t bytes) {
@@ -111,6 +143,28 @@ CheckpointInfo read_checkpoint_info(const std::string& path) {
   return info;
 }
 
+CheckpointWeights read_checkpoint_weights(const std::string& path) {
+  CheckpointWeights w;
+  w.info = read_checkpoint_info(path);
+  SafetensorsReader reader(path);
+  const auto model = reader.metadata().find("model");
+  if (model == reader.metadata().end()) {
+    throw std::runtime_error(path + ": not an srkit checkpoint (metadata lacks 'model')");
+  }
+  w.model = model_from_json(path, model->second);
+  const std::string preset = w.info.config.value("model", std::string());
+  if (!preset.empty()) w.model.name = preset;
+  const ParamLayout layout(w.model);
+  const std::string dtype = reader.info(layout.tensors().front().name).dtype;
+  if (dtype != "F32" && dtype != "BF16") {
+    throw std::runtime_error(path + ": weights have dtype " + dtype + ", expected F32 or BF16");
+  }
+  w.dtype = dtype == "F32" ? DType::kF32 : DType::kBF16;
+  w.flat.assign(layout.total_size() * dtype_size(w.dtype), 0);
+  read_weights(reader, layout, w.dtype, w.flat.data());
+  return w;
+}
+
 CheckpointInfo load_checkpoint(const std::string& path, GPT& model, Optimizer& optimizer) {
   CheckpointInfo info = read_checkpoint_info(path);
   SafetensorsReader reader(path);
@@ -124,16 +178,8 @@ CheckpointInfo load_checkpoint(const std::string& path, GPT& model, Optimizer& o
                              "', this run uses '" + optimizer.strategy().name + "'");
   }
   Backend& backend = model.backend();
-  const size_t es = dtype_size(model.dtype());
-  std::vector<char> weights(model.layout().total_size() * es, 0);
-  for (const ParamTensor& t : model.layout().tensors()) {
-    const SafetensorsReader::Info ti = reader.info(t.name);
-    if (ti.dtype != st_dtype(model.dtype()) || ti.shape != t.shape) {
-      throw std::runtime_error(path + ": tensor " + t.name + " has dtype " + ti.dtype +
-                               " and a different shape than this model expects");
-    }
-    reader.read(t.name, weights.data() + t.offset * es, t.count * es);
-  }
+  std::vector<char> weights(model.weight_bytes(), 0);
+  read_weights(reader, model.layout(), model.dtype(), weights.data());
   backend.copy_to_device(model.weights(), weights.data(), weights.size());
   // The file holds each state buffer for the whole flat buffer; this run's
   // optimizer takes its range of it.

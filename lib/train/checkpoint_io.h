@@ -48,6 +48,15 @@ void save_checkpoint(const std::string& path, GPT& model, const Optimizer& optim
 // Reads only the metadata (to check shapes before allocating anything).
 CheckpointInfo read_checkpoint_info(const std::string& path);
 
+// A checkpoint's weights on the host, without a backend or an optimizer (sr-export).
+struct CheckpointWeights {
+  CheckpointInfo info;
+  GPTConfig model;         // the shape recorded in the metadata
+  DType dtype;             // the weights' storage dtype
+  std::vector<char> flat;  // the flat parameter buffer of ParamLayout(model), padding zero
+};
+CheckpointWeights read_checkpoint_weights(const std::string& path);
+
 // Restores the weights and the optimizer's range [begin, end) of its state;
 // checks that the checkpoint was written for this model shape and strategy,
 // naming the mismatch otherwise.

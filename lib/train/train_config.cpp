@@ -3,12 +3,51 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "lib/checkpoint/hf_gpt2_config.h"
 #include "lib/precision.h"
 #include "lib/train/resume_check.h"
 
 namespace srkit {
 
+namespace {
+
+// --init-from: the shape of the folder's config.json; a preset or override
+// given as well must describe the same model.
+GPTConfig init_from_shape(const TrainConfig& t) {
+  GPTConfig c;
+  try {
+    c = read_hf_gpt2_config(t.init_from);
+  } catch (const std::runtime_error& e) {
+    throw std::invalid_argument(std::string("--init-from: ") + e.what());
+  }
+  const std::string file = hf_config_path(t.init_from);
+  if (!t.model.empty()) {
+    const GPTConfig preset = gpt_preset(t.model);
+    if (!preset.same_shape(c)) {
+      throw std::invalid_argument("--model " + preset.describe() + " conflicts with " + file +
+                                  ": " + c.describe());
+    }
+    c.name = t.model;
+  }
+  auto agree = [&](const char* flag, int given, const char* key, int have) {
+    if (given > 0 && given != have) {
+      throw std::invalid_argument(std::string(flag) + " " + std::to_string(given) +
+                                  " conflicts with " + file + ": " + key + " " +
+                                  std::to_string(have));
+    }
+  };
+  agree("--layers", t.layers, "n_layer", c.num_layers);
+  agree("--channels", t.channels, "n_embd", c.channels);
+  agree("--heads", t.heads, "n_head", c.num_heads);
+  agree("--vocab", t.vocab, "vocab_size", c.vocab_size);
+  agree("--max-seq-len", t.max_seq_len, "n_positions", c.max_seq_len);
+  return c;
+}
+
+}  // namespace
+
 GPTConfig TrainConfig::model_config() const {
+  if (!init_from.empty()) return init_from_shape(*this);
   GPTConfig c = gpt_preset(model);
   if (layers > 0) c.num_layers = layers;
   if (channels > 0) c.channels = channels;
@@ -121,6 +160,7 @@ nlohmann::json TrainConfig::to_json(int world) const {
       {"world_size", world},
       {"zero", zero},
       {"sr_seed", sr_seed},
+      {"init_from", init_from},
   };
 }
 

@@ -15,7 +15,9 @@
 namespace srkit {
 
 struct TrainConfig {
-  // model: a preset plus overrides (0 = keep the preset's value)
+  // model: a preset plus overrides (0 = keep the preset's value). With
+  // init_from the folder's config.json gives the shape, and a preset (empty:
+  // none) or override given as well must agree with it.
   std::string model = "d4";
   int layers = 0, channels = 0, heads = 0, vocab = 0, max_seq_len = 0;
   PrecisionStrategy strategy = strategy_from_string("bf16-sr");  // parsed once, by the CLI
@@ -56,6 +58,7 @@ struct TrainConfig {
   std::string resume;            // checkpoint file or directory (latest in it)
   // Config fields a resume may change from the checkpoint's (resume_check.h)
   std::vector<std::string> resume_overrides;
+  std::string init_from;   // Hugging Face GPT-2 folder to start from (lib/checkpoint/hf_gpt2.h)
   int sample_tokens = 96;  // generated after training; 0 = none
   bool quiet = false;      // no progress lines (tables and errors only)
   // Synchronise the backend at the end of every phase, so the phase table holds

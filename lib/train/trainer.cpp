@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "lib/backend/make_backend.h"
+#include "lib/checkpoint/hf_gpt2.h"
 #include "lib/data/data_size.h"
 #include "lib/data/sampler.h"
 #include "lib/data/synthetic.h"
@@ -313,6 +314,8 @@ void Trainer::State::set_up() {
     model_->set_timers(&timers_);
     if (c_.sync_phases) timers_.set_sync([this] { backend_->synchronize(); });
     model_->init_weights(c_.seed);
+    // Before the optimizer, whose master weights start as the model's.
+    if (!c_.init_from.empty() && c_.resume.empty()) load_hf_gpt2(c_.init_from, *model_);
     dp_ = std::make_unique<DataParallel>(comm, *model_, c_.zero, c_.grad_accum, &timers_);
     optimizer_ = std::make_unique<Optimizer>(*model_, c_.strategy, sr_seed_of_rank(c_, rank_),
                                              dp_->optimizer_begin(), dp_->optimizer_end());
