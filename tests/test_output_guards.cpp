@@ -14,12 +14,28 @@
 #include "lib/util/output_path.h"
 #include "lib/util/system_memory.h"
 #include "lib/util/temp_dir.h"
+#include "tests/test_paths.h"
 
 using namespace srkit;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
 namespace {
+
+struct Exit {
+  int code;
+  std::string output;
+};
+
+Exit run_tool(const std::string& tool_and_args) {
+  const std::string cmd = std::string(SRKIT_BIN_DIR) + "/" + tool_and_args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
+}
 
 template <class Fn>
 std::string error_of(Fn fn) {
@@ -139,4 +155,32 @@ TEST(MemoryCheck, EstimateOfARunGrowsWithTheBatch) {
   EXPECT_GT(run_memory_estimate(large, 1).activations,
             50 * run_memory_estimate(small, 1).activations);
   EXPECT_THAT(describe_estimate(run_memory_estimate(small, 1)), HasSubstr("activations"));
+}
+
+// Every output-file flag of the tools is checked when the command line is
+// parsed: a missing folder fails in the first second with the flag named, not
+// after a benchmark or audit has run.
+TEST(OutputPath, EveryToolChecksItsOutputFilesBeforeWorking) {
+  TempDir dir("guards");
+  const std::string bad = dir.file("missing/out");
+  const std::string cases[] = {
+      "sr-bench train --models tiny --steps 1 --warmup 0 --json " + bad,
+      "sr-bench train --models tiny --steps 1 --warmup 0 --csv " + bad,
+      "sr-bench memory --models tiny --json " + bad,
+      "sr-bench memory --models tiny --csv " + bad,
+      "sr-audit cast -n 1000 --json " + bad,
+      "sr-audit cast -n 1000 --svg " + bad,
+      "sr-audit accumulate -n 100 --json " + bad,
+      "sr-audit rng -n 100000 --svg " + bad,
+      "sr-audit plot --svg " + bad + " " + dir.file("log.jsonl"),
+      "sr-audit run --json " + bad + " " + dir.file("log.jsonl"),
+      "sr-train --model tiny --steps 1 --json " + bad,
+  };
+  for (const std::string& args : cases) {
+    const Exit r = run_tool(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.output;
+    EXPECT_THAT(r.output, HasSubstr(bad + ": directory " + dir.file("missing") + " does not exist"))
+        << args;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << args << "\n" << r.output;
+  }
 }

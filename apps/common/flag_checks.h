@@ -13,6 +13,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "lib/util/output_path.h"
+
 namespace srkit::cli {
 
 namespace detail {
@@ -79,6 +81,12 @@ inline CLI::Validator real_in(double lo, double hi, bool lo_open = false, bool h
         return {};
       },
       "in " + range);
+}
+
+// An output file whose folder exists and is writable, checked when the
+// command line is parsed, so a bad path fails before the work, not after it.
+inline CLI::Validator output_file() {
+  return CLI::Validator([](std::string& path) { return output_file_problem(path); }, "FILE");
 }
 
 }  // namespace srkit::cli

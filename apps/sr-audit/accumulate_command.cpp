@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "apps/common/flag_checks.h"
 #include "apps/sr-audit/options.h"
 #include "apps/sr-audit/subcommand.h"
 #include "lib/audit/accumulate.h"
@@ -124,9 +125,12 @@ Subcommand add_accumulate_command(CLI::App& parent) {
   cmd->add_option("--ratio-max", o->ratio_max, "sweep: largest delta/ulp")->capture_default_str();
   cmd->add_option("--per-decade", o->per_decade, "sweep: points per factor of 10")
       ->capture_default_str();
-  cmd->add_option("--json", o->json, "write the results as JSON to FILE")->type_name("FILE");
+  cmd->add_option("--json", o->json, "write the results as JSON to FILE")
+      ->type_name("FILE")
+      ->check(srkit::cli::output_file());
   cmd->add_option("--svg", o->svg, "draw trajectories (or the sweep) as SVG to FILE")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(srkit::cli::output_file());
 
   auto run = [o]() {
     const std::vector<FpFormat> formats = audit::parse_format_list(o->formats, "--format");

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "apps/common/flag_checks.h"
 #include "apps/sr-audit/options.h"
 #include "apps/sr-audit/subcommand.h"
 #include "lib/audit/accumulate.h"
@@ -131,9 +132,12 @@ Subcommand add_cast_command(CLI::App& parent) {
   cmd->add_option("--threads", o->threads, "OpenMP threads (0: the OpenMP default)")
       ->check(CLI::Range(0, 4096))
       ->capture_default_str();
-  cmd->add_option("--json", o->json, "write the statistics as JSON to FILE")->type_name("FILE");
+  cmd->add_option("--json", o->json, "write the statistics as JSON to FILE")
+      ->type_name("FILE")
+      ->check(srkit::cli::output_file());
   cmd->add_option("--svg", o->svg, "draw the chart chosen by --svg-kind as SVG to FILE")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(srkit::cli::output_file());
   cmd->add_option("--svg-kind", o->svg_kind,
                   "histogram (error per mode) or calibration (P(up) against f)")
       ->capture_default_str();

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/common/flag_checks.h"
 #include "apps/sr-audit/subcommand.h"
 #include "lib/audit/run_log.h"
 #include "lib/util/atomic_file.h"
@@ -27,8 +28,13 @@ Subcommand add_plot_command(CLI::App& parent) {
   CLI::App* cmd =
       parent.add_subcommand("plot", "loss and val-loss curves of several sr-train runs as SVG");
   cmd->add_option("logs", o->logs, "sr-train JSONL logs")->required()->type_name("LOG.jsonl");
-  cmd->add_option("--svg", o->svg, "output SVG file")->type_name("FILE")->capture_default_str();
-  cmd->add_option("--json", o->json, "write the plotted series as JSON to FILE")->type_name("FILE");
+  cmd->add_option("--svg", o->svg, "output SVG file")
+      ->type_name("FILE")
+      ->capture_default_str()
+      ->check(srkit::cli::output_file());
+  cmd->add_option("--json", o->json, "write the plotted series as JSON to FILE")
+      ->type_name("FILE")
+      ->check(srkit::cli::output_file());
   cmd->add_option("--title", o->title, "chart title")->capture_default_str();
   cmd->add_flag("--log-y", o->log_y, "logarithmic loss axis");
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "apps/common/flag_checks.h"
 #include "apps/sr-audit/options.h"
 #include "apps/sr-audit/subcommand.h"
 #include "lib/audit/rng_audit.h"
@@ -73,8 +74,12 @@ Subcommand add_rng_command(CLI::App& parent) {
   cmd->add_option("--threads", o->threads, "OpenMP threads (0: the OpenMP default)")
       ->check(CLI::Range(0, 4096))
       ->capture_default_str();
-  cmd->add_option("--json", o->json, "write the results as JSON to FILE")->type_name("FILE");
-  cmd->add_option("--svg", o->svg, "draw the lane histogram as SVG to FILE")->type_name("FILE");
+  cmd->add_option("--json", o->json, "write the results as JSON to FILE")
+      ->type_name("FILE")
+      ->check(srkit::cli::output_file());
+  cmd->add_option("--svg", o->svg, "draw the lane histogram as SVG to FILE")
+      ->type_name("FILE")
+      ->check(srkit::cli::output_file());
 
   auto run = [o]() {
     o->config.samples = parse_count(o->samples, "-n/--samples");

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/common/flag_checks.h"
 #include "apps/sr-audit/subcommand.h"
 #include "lib/audit/run_log.h"
 #include "lib/util/atomic_file.h"
@@ -72,9 +73,12 @@ Subcommand add_run_command(CLI::App& parent) {
   cmd->add_option("--stall-threshold", o->threshold,
                   "flag a run when this fraction of updates (or m, v) stalls in its last window")
       ->capture_default_str();
-  cmd->add_option("--json", o->json, "write the summary as JSON to FILE")->type_name("FILE");
+  cmd->add_option("--json", o->json, "write the summary as JSON to FILE")
+      ->type_name("FILE")
+      ->check(srkit::cli::output_file());
   cmd->add_option("--svg", o->svg, "draw the erased fraction over time as SVG to FILE")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(srkit::cli::output_file());
 
   auto run = [o]() {
     std::vector<audit::RunLog> logs;

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string>
 
+#include "apps/common/flag_checks.h"
 #include "apps/sr-bench/subcommand.h"
 #include "lib/bench/bench_run.h"
 #include "lib/bench/list_args.h"
@@ -134,8 +135,10 @@ Subcommand add_memory_command(CLI::App& parent) {
   app->add_option("--threads", a.shape.threads,
                   "CPU threads: the GEMM scratch is per thread; --measure runs with them (0: "
                   "OpenMP default)");
-  app->add_option("--csv", a.csv, "write the rows as CSV to this file");
-  app->add_option("--json", a.json, "write the rows as JSON to this file");
+  app->add_option("--csv", a.csv, "write the rows as CSV to this file")
+      ->check(srkit::cli::output_file());
+  app->add_option("--json", a.json, "write the rows as JSON to this file")
+      ->check(srkit::cli::output_file());
   return {app, [args] { return run_memory(*args); }};
 }
 

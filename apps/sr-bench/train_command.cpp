@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <string>
 
+#include "apps/common/flag_checks.h"
 #include "apps/sr-bench/subcommand.h"
 #include "lib/bench/list_args.h"
 #include "lib/bench/text_file.h"
@@ -88,8 +89,10 @@ Subcommand add_train_command(CLI::App& parent) {
                   "allocation limit in MiB: cells whose model, optimizer and activations exceed "
                   "it are reported OOM");
   app->add_flag("--phases", args->phases, "also print the forward/backward/optimizer split");
-  app->add_option("--csv", args->csv, "write the cells as CSV to this file");
-  app->add_option("--json", args->json, "write the cells as JSON to this file");
+  app->add_option("--csv", args->csv, "write the cells as CSV to this file")
+      ->check(srkit::cli::output_file());
+  app->add_option("--json", args->json, "write the cells as JSON to this file")
+      ->check(srkit::cli::output_file());
   return {app, [args] { return run_train(*args); }};
 }
 

@@ -16,7 +16,6 @@
 #include "lib/precision.h"
 #include "lib/train/resume_check.h"
 #include "lib/train/trainer.h"
-#include "lib/util/output_path.h"
 
 namespace {
 
@@ -183,7 +182,8 @@ void add_flags(CLI::App& app, srkit::TrainConfig& c, std::string& compare, std::
       ->type_name("N")
       ->capture_default_str()
       ->check(cli::integer_in(1, INT32_MAX));
-  app.add_option("--json", json, "write the summary (or comparison) as JSON to this file");
+  app.add_option("--json", json, "write the summary (or comparison) as JSON to this file")
+      ->check(srkit::cli::output_file());
 }
 
 }  // namespace
@@ -216,7 +216,6 @@ int main(int argc, char** argv) {
   try {
     if (config.seq_len == 0) config.seq_len = config.model_config().max_seq_len;
     config.validate();
-    if (!json.empty()) srkit::check_output_file("--json", json);
     comm = srkit::make_communicator(config.comm, config.comm_timeout);
     if (!compare.empty()) return srkit::run_compare(config, *comm, compare, json);
     return srkit::run_single(config, *comm, json);

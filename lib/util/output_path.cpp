@@ -60,4 +60,13 @@ void check_output_file(const std::string& flag, const std::string& path) {
   check_writable_dir(flag, path, dir);
 }
 
+std::string output_file_problem(const std::string& path) {
+  try {
+    check_output_file("", path);
+  } catch (const std::invalid_argument& e) {
+    return std::string(e.what()).substr(1);  // without the empty flag's space
+  }
+  return {};
+}
+
 }  // namespace srkit

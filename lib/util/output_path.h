@@ -15,5 +15,8 @@ void prepare_output_dir(const std::string& flag, const std::string& dir);
 // writable, and the path must not be a directory. An existing file is fine
 // (it will be replaced).
 void check_output_file(const std::string& flag, const std::string& path);
+// The same check as a message: "" when path is a good output file, else
+// "PATH: what is wrong" (for command-line validators, which add the flag).
+std::string output_file_problem(const std::string& path);
 
 }  // namespace srkit
