@@ -16,6 +16,7 @@
 #include "lib/precision.h"
 #include "lib/train/resume_check.h"
 #include "lib/train/trainer.h"
+#include "lib/util/build_info.h"
 
 namespace {
 
@@ -190,7 +191,10 @@ void add_flags(CLI::App& app, srkit::TrainConfig& c, std::string& compare, std::
 
 int main(int argc, char** argv) {
   CLI::App app{"sr-train: train GPT-style models in pure BF16 with stochastic rounding"};
-  app.set_version_flag("--version", std::string("sr-train ") + SRKIT_VERSION);
+  // --version: the build facts every run's log and checkpoints record too.
+  app.set_version_flag("--version", [] {
+    return std::string("sr-train ") + SRKIT_VERSION + "\n" + srkit::build_facts_text();
+  });
   // A later flag overrides an earlier one, so scripts can append to a base command.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   srkit::TrainConfig config;

@@ -95,6 +95,8 @@ inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   return hipGetDeviceProperties(prop, device);
 }
 inline cudaError_t cudaDeviceSynchronize() { return hipDeviceSynchronize(); }
+inline cudaError_t cudaDriverGetVersion(int* version) { return hipDriverGetVersion(version); }
+inline cudaError_t cudaRuntimeGetVersion(int* version) { return hipRuntimeGetVersion(version); }
 inline cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
   return hipMemGetInfo(free_bytes, total_bytes);
 }

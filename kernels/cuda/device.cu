@@ -31,8 +31,16 @@ std::string device_description() {
   check(cudaGetDevice(&dev), "cudaGetDevice");
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, dev), "cudaGetDeviceProperties");
+  // Driver and runtime versions, as CUDA encodes them (1000 * major + 10 * minor).
+  int driver = 0, runtime = 0;
+  check(cudaDriverGetVersion(&driver), "cudaDriverGetVersion");
+  check(cudaRuntimeGetVersion(&runtime), "cudaRuntimeGetVersion");
+  auto version = [](int v) {
+    return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+  };
   return std::string(prop.name) + " (sm_" + std::to_string(prop.major) +
-         std::to_string(prop.minor) + ", " + std::to_string(prop.totalGlobalMem >> 30) + " GiB)";
+         std::to_string(prop.minor) + ", " + std::to_string(prop.totalGlobalMem >> 30) +
+         " GiB, driver " + version(driver) + ", CUDA runtime " + version(runtime) + ")";
 }
 
 void check(int code, const char* what) {

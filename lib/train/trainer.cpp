@@ -31,6 +31,7 @@
 #include "lib/train/run_log.h"
 #include "lib/train/shadow_probe.h"
 #include "lib/util/atomic_file.h"
+#include "lib/util/build_info.h"
 #include "lib/util/dir_lock.h"
 #include "lib/util/output_path.h"
 
@@ -233,6 +234,7 @@ class Trainer::State {
   std::vector<std::shared_ptr<DirLock>> locks_;  // the output folders, held for the run's life
   std::string resume_path_;                      // the checkpoint resumed from, if any
   nlohmann::json run_config_;                    // to_json plus the data's fingerprint
+  nlohmann::json provenance_;  // build, host, backend and world (lib/util/build_info.h)
   std::string activity_ = "starting";
   PhaseTimers timers_;
 
@@ -307,6 +309,11 @@ void Trainer::State::set_up() {
 
   backend_ = make_backend(c_.device, c_.threads);
   if (c_.mem_limit_bytes > 0) backend_->set_memory_limit(c_.mem_limit_bytes);
+  provenance_ = {{"build", build_facts()},
+                 {"host", host_facts()},
+                 {"backend", backend_->description()},
+                 {"comm", comm.name()},
+                 {"world_size", world_}};
   check_model_memory();
   {
     Activity allocating(activity_, "allocating the model and optimizer");
@@ -409,7 +416,8 @@ void Trainer::State::open_log(const GPTConfig& mc) {
                  {"backend", backend_->description()},
                  {"comm", comm_->name()},
                  {"world_size", world_},
-                 {"config", run_config_}});
+                 {"config", run_config_},
+                 {"provenance", provenance_}});
   }
   if (!resume_record.is_null()) log_->write(resume_record);
 }

@@ -1,0 +1,83 @@
+// Provenance: every run's log header (and checkpoint) and --version record the
+// srkit version and commit, the flags that change numerics, and the hardware.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+
+#include "lib/util/build_info.h"
+#include "tests/test_paths.h"
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string run(const std::string& args) {
+  FILE* pipe = popen((std::string(SRKIT_BIN_DIR) + "/sr-train " + args + " 2>&1").c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  pclose(pipe);
+  return out;
+}
+
+bool built_from_git() { return fs::exists(fs::path(SRKIT_SOURCE_DIR) / ".git"); }
+
+}  // namespace
+
+TEST(Provenance, SimdLevelIsTheWidestListedFlag) {
+  EXPECT_EQ(srkit::simd_level_from_flags("fpu sse2 avx avx2 fma"), "avx2");
+  EXPECT_EQ(srkit::simd_level_from_flags("avx2 avx512f avx512bw"), "avx512f");
+  EXPECT_EQ(srkit::simd_level_from_flags("avx2 avx512f avx512_bf16"), "avx512_bf16");
+  EXPECT_EQ(srkit::simd_level_from_flags("avx512f avx512_bf16 amx_bf16 amx_tile"), "amx_bf16");
+  EXPECT_EQ(srkit::simd_level_from_flags("sse2 avx512fx"), "baseline");  // whole words only
+}
+
+TEST(Provenance, BuildFactsNameTheNumericsFlagsAndTheCommit) {
+  const nlohmann::json b = srkit::build_facts();
+  EXPECT_EQ(b.at("version"), SRKIT_VERSION);
+  EXPECT_THAT(b.at("numerics_flags").get<std::string>(), HasSubstr("-ffp-contract=off"));
+  EXPECT_THAT(b.at("arch_flags").get<std::string>(), HasSubstr("-march="));
+  EXPECT_FALSE(b.at("build_type").get<std::string>().empty());
+  EXPECT_TRUE(b.at("cuda").contains("enabled"));
+  if (built_from_git()) {
+    EXPECT_TRUE(std::regex_match(b.at("git_commit").get<std::string>(), std::regex("[0-9a-f]{40}")))
+        << b.dump();
+  }
+  const nlohmann::json h = srkit::host_facts();
+  EXPECT_FALSE(h.at("cpu_model").get<std::string>().empty());
+  EXPECT_GT(h.at("logical_cpus").get<int>(), 0);
+}
+
+TEST(Provenance, VersionPrintsTheBuildFacts) {
+  const std::string out = run("--version");
+  EXPECT_THAT(out, HasSubstr(std::string("sr-train ") + SRKIT_VERSION));
+  EXPECT_THAT(out, HasSubstr("numerics_flags: -ffp-contract=off"));
+  EXPECT_THAT(out, HasSubstr("host cpu_model: "));
+  if (built_from_git()) EXPECT_THAT(out, HasSubstr("git_commit: "));
+}
+
+TEST(Provenance, TheLogHeaderRecordsBuildHostBackendAndConfig) {
+  const fs::path dir = srkit::testing_paths::fresh_dir("provenance", "log");
+  run("--model tiny --batch 2 --seq-len 16 --synthetic-bytes 16384 --sample-tokens 0 -q "
+      "--steps 2 --threads 1 --out " +
+      dir.string());
+  std::ifstream in(dir / "bf16-sr.jsonl");
+  std::string first;
+  ASSERT_TRUE(std::getline(in, first));
+  const nlohmann::json header = nlohmann::json::parse(first);
+  ASSERT_EQ(header.at("type"), "config");
+  const nlohmann::json& p = header.at("provenance");
+  EXPECT_EQ(p.at("build"), srkit::build_facts());
+  EXPECT_EQ(p.at("host").at("openmp_threads"), 1);  // the run's --threads
+  EXPECT_THAT(p.at("backend").get<std::string>(), HasSubstr("CPU"));
+  EXPECT_EQ(p.at("world_size"), 1);
+  EXPECT_EQ(header.at("config").at("seq_len"), 16);
+}
