@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <exception>
 #include <functional>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -23,7 +24,8 @@ struct Subcommand {
 
 // Parses argv and runs the chosen subcommand. Exit codes: the subcommand's own,
 // 0 for --help/--version, 2 for bad usage (a parse error or
-// std::invalid_argument), 1 for any other failure; errors are one line on stderr.
+// std::invalid_argument) or running out of memory, 1 for any other failure;
+// errors are one line on stderr.
 inline int parse_and_run(const std::string& tool, CLI::App& app,
                          const std::vector<Subcommand>& commands, int argc, char** argv) {
   try {
@@ -41,6 +43,10 @@ inline int parse_and_run(const std::string& tool, CLI::App& app,
       return c.run();
     } catch (const std::invalid_argument& e) {
       std::fprintf(stderr, "%s %s: error: %s\n", tool.c_str(), name.c_str(), e.what());
+      return 2;
+    } catch (const std::bad_alloc&) {  // never the bare "std::bad_alloc"
+      std::fprintf(stderr, "%s %s: error: out of memory while running %s\n", tool.c_str(),
+                   name.c_str(), name.c_str());
       return 2;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "%s %s: error: %s\n", tool.c_str(), name.c_str(), e.what());

@@ -227,6 +227,8 @@ int main(int argc, char** argv) {
     return srkit::fail(comm.get(), e.what(), 128 + e.signal);
   } catch (const srkit::TrainingDiverged& e) {
     return srkit::fail(comm.get(), e.what(), 3);
+  } catch (const std::bad_alloc&) {  // outside a Trainer (which names its phase)
+    return srkit::fail(comm.get(), "out of memory", 2);
   } catch (const std::exception& e) {
     return srkit::fail(comm.get(), e.what(), 2);
   }
