@@ -54,6 +54,7 @@ struct TrainConfig {
   bool save_final = true;        // write a checkpoint when the run ends
   std::string resume;            // checkpoint file or directory (latest in it)
   int sample_tokens = 96;        // generated after training; 0 = none
+  std::string tokenizer;         // decodes the sample (lib/train/sample_tokenizer.h); "" = none
   bool quiet = false;            // no progress lines (tables and errors only)
   // Synchronise the backend at the end of every phase, so the phase table holds
   // device time on an asynchronous device (costs the host/device overlap).

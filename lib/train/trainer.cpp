@@ -27,6 +27,7 @@
 #include "lib/train/rank_agreement.h"
 #include "lib/train/replica_check.h"
 #include "lib/train/run_log.h"
+#include "lib/train/sample_tokenizer.h"
 #include "lib/train/shadow_probe.h"
 
 namespace srkit {
@@ -157,6 +158,7 @@ class Trainer::State {
   std::unique_ptr<ShadowProbe> shadow_;  // rank 0 only, --shadow-fp32
   DataSplits data_;
   std::unique_ptr<BatchSampler> sampler_;
+  std::unique_ptr<BpeTokenizer> tokenizer_;  // --tokenizer: decodes the sample
   std::unique_ptr<EvalWindows> eval_;
   std::unique_ptr<RunLog> log_;
   std::unique_ptr<Progress> progress_;
@@ -205,6 +207,11 @@ void Trainer::State::set_up() {
     throw std::invalid_argument("data " + data_.train.source + " has tokens up to " +
                                 std::to_string(data_vocab - 1) + " but the model's vocabulary is " +
                                 std::to_string(mc.vocab_size) + " (set --vocab)");
+  }
+  if (!c_.tokenizer.empty()) {
+    std::string warning;
+    tokenizer_ = open_sample_tokenizer(c_.tokenizer, mc.vocab_size, c_.data, warning);
+    if (lead_ && !warning.empty()) std::fprintf(stderr, "warning: %s\n", warning.c_str());
   }
   sampler_ = std::make_unique<BatchSampler>(data_.train, c_.seq_len, c_.seed);
   if (data_.val.tokens.size() > size_t(c_.seq_len)) {
@@ -517,7 +524,7 @@ void Trainer::State::finish() {
     std::vector<int32_t> prompt(src.tokens.begin(), src.tokens.begin() + prompt_len);
     const std::vector<int32_t> out =
         generate(*model_, prompt, c_.sample_tokens, c_.seq_len, c_.seed);
-    summary_.sample = tokens_to_text(out, model_->config().vocab_size);
+    summary_.sample = tokens_to_text(out, model_->config().vocab_size, tokenizer_.get());
   }
   summary_.phases = timers_;
   nlohmann::json phases;
