@@ -41,8 +41,10 @@ void place(BpeModel& m, int64_t id, std::string bytes, TokenKind kind, const std
     m.kind.resize(size_t(id) + 1, TokenKind::kNone);
   }
   if (m.kind[id] != TokenKind::kNone && m.token_bytes[id] != bytes) {
+    const std::string first =
+        m.kind[id] == TokenKind::kBytes ? bytes_to_symbols(m.token_bytes[id]) : m.token_bytes[id];
     throw bad(strprintf("id %lld is given to two tokens, %s and %s; expected one token per id",
-                        (long long)id, quoted(m.token_bytes[id]).c_str(), quoted(written).c_str()));
+                        (long long)id, quoted(first).c_str(), quoted(written).c_str()));
   }
   if (m.kind[id] != TokenKind::kSpecial) m.kind[id] = kind;
   m.token_bytes[id] = std::move(bytes);
@@ -128,6 +130,9 @@ BpeModel build_bpe_model(const BpeSpec& spec) {
     throw bad("no end-of-text token " + quoted(spec.end_of_text) +
               " in the added tokens or the vocab; expected one (it separates documents)");
   }
+  // Special by its role, whether or not the files list it as an added token
+  // (GPT-2's vocab.json has no such list), so both forms give one fingerprint.
+  m.kind[m.end_of_text] = TokenKind::kSpecial;
   return m;
 }
 
