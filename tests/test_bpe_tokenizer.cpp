@@ -90,6 +90,18 @@ TEST(BpeTokenizer, RepeatedPairsMergeLeftToRight) {
   EXPECT_EQ(encode(t, "aaaaa"), (Tokens{"aa", "aa", "a"}));
 }
 
+// A chunk of a million bytes: GPT-2's loop would take ~10^12 steps; the heap
+// takes n log n.
+TEST(BpeTokenizer, LongChunksMergeQuickly) {
+  BpeTokenizer t = small_tokenizer();
+  const std::vector<int32_t> ids = t.encode(std::string(1 << 20, 'a'));
+  EXPECT_EQ(ids, std::vector<int32_t>(1 << 19, bpe_test::id("aa")));
+  const std::vector<int32_t> spaces = t.encode(std::string((1 << 20) + 1, ' ') + "x");
+  ASSERT_EQ(spaces.size(), size_t(1 << 18) + 2);  // 2^18 runs of four spaces, " ", "x"
+  EXPECT_EQ(spaces[0], bpe_test::id("    "));
+  EXPECT_EQ(spaces[1 << 18], bpe_test::id(" "));
+}
+
 TEST(BpeTokenizer, Contractions) {
   BpeTokenizer t = small_tokenizer();
   EXPECT_EQ(encode(t, "it's"), (Tokens{"i", "t", "'s"}));

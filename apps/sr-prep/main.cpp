@@ -109,7 +109,7 @@ std::optional<LoadedTokenizer> load_flag_tokenizer(const Options& opt) {
   const std::string flag = opt.tokenizer.empty() ? "--vocab/--merges" : "--tokenizer";
   std::optional<LoadedTokenizer> t;
   try {
-    if (!opt.tokenizer.empty()) t = load_tokenizer_json(opt.tokenizer);
+    if (!opt.tokenizer.empty()) t = load_tokenizer(opt.tokenizer);
     if (!opt.vocab.empty()) t = load_vocab_merges(opt.vocab, opt.merges);
   } catch (const std::runtime_error& e) {
     throw UsageError(flag + ": " + e.what());
