@@ -197,6 +197,19 @@ TEST(SrPrep, DocumentSeparatorSplitsFiles) {
   EXPECT_EQ(
       read_bin_shard(dir.file("o/stories_train_000000.bin")),
       concat({kEot, ids({"t", "he", " world"}), kEot, ids({" the"}), kEot, ids({"aa", "a"})}));
+
+  // A separator that is not UTF-8 splits too, and the record (JSON) is still written.
+  const std::string g = write_text(dir, "bytes.txt",
+                                   "the\xff"
+                                   "aaa");
+  const Result b =
+      run_prep(g + " --out " + dir.file("o") +
+                   " --val-fraction 0 --doc-separator \"$(printf '\\377')\" --tokenizer " + tok,
+               dir);
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  EXPECT_EQ(read_bin_shard(dir.file("o/bytes_train_000000.bin")),
+            concat({kEot, ids({"t", "he"}), kEot, ids({"aa", "a"})}));
+  EXPECT_EQ(read_json(dir.file("o/bytes_tokenizer_info.json")).at("documents"), 2);
 }
 
 TEST(SrPrep, ByteLevelShardsGetARecordToo) {

@@ -136,7 +136,9 @@ void write_record(const Options& opt, const std::optional<LoadedTokenizer>& load
       {"train_tokens", splits.train.tokens.size()},
       {"val_tokens", splits.val.tokens.size()},
   };
-  const std::string text = record.dump(2) + "\n";
+  // Paths and the separator need not be UTF-8; JSON strings must be.
+  const std::string text =
+      record.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   write_file_atomic(tokenizer_info_path(opt.out_dir, opt.name), text.data(), text.size());
 }
 

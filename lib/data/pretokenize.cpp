@@ -11,17 +11,19 @@ namespace srkit {
 
 namespace {
 
-// PCRE2 runs GPT-2's regex as written -- Unicode classes and the lookahead --
-// and JIT-compiles it (about 100 MB/s on one core). RE2 has no lookahead, and
-// hand-written splitting would need its own Unicode tables. Only \s is spelled
-// out: PCRE2's \s also matches U+180E, which Unicode's White_Space (the \s of
-// GPT-2's and Hugging Face's engines) has not held since Unicode 6.3.
-#define SRKIT_WS \
-  "\\t-\\r "     \
-  "\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
-constexpr char kPattern[] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^" SRKIT_WS
-                            "\\p{L}\\p{N}]+|[" SRKIT_WS "]+(?![^" SRKIT_WS "])|[" SRKIT_WS "]+";
-#undef SRKIT_WS
+// PCRE2 (Debian's libpcre2, maintained) runs GPT-2's regex as written --
+// Unicode classes and the lookahead -- and JIT-compiles it (about 100 MB/s on
+// one core). RE2 has no lookahead; ICU has the classes, but a hand-written
+// split over them would re-implement the regex (alternative order, the
+// backtracking of \s+(?!\S)), which is where tokenizers drift. Only \s and \S are
+// spelled out: PCRE2's \s also matches U+180E, which Unicode's White_Space
+// (the \s of GPT-2's and Hugging Face's engines) has not held since Unicode 6.3.
+std::string gpt2_pattern() {
+  const std::string ws =
+      R"(\t-\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000})";
+  return R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^)" + ws + R"(\p{L}\p{N}]+|[)" + ws +
+         "]+(?![^" + ws + "])|[" + ws + "]+";
+}
 
 std::string pcre2_message(int code) {
   PCRE2_UCHAR buf[256];
@@ -36,7 +38,8 @@ const pcre2_code* pattern() {
   static const pcre2_code* code = [] {
     int error = 0;
     PCRE2_SIZE offset = 0;
-    pcre2_code* c = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(kPattern), PCRE2_ZERO_TERMINATED,
+    const std::string pattern = gpt2_pattern();
+    pcre2_code* c = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
                                   PCRE2_UTF | PCRE2_ANCHORED, &error, &offset, nullptr);
     if (!c) throw std::logic_error("pre-tokenizer regex: " + pcre2_message(error));
     pcre2_jit_compile(c, PCRE2_JIT_COMPLETE);  // without JIT support PCRE2 interprets
