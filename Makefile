@@ -3,9 +3,10 @@
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+# libpcre2-dev: the Unicode regex engine of the GPT-2 pre-tokenizer (lib/data/pretokenize.cpp).
 DEB_PACKAGES := cmake g++ make pkg-config libgtest-dev libgmock-dev libbenchmark-dev \
   libcli11-dev nlohmann-json3-dev libopenblas-dev libopenmpi-dev openmpi-bin clang-format \
-  libtbb-dev
+  libtbb-dev libpcre2-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # The CPU emulation of the CUDA code (docs/cuda-emulation.md): its own build

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "tests/bpe_test_tokenizer.h"
 #include "tests/test_paths.h"
 
 namespace {
@@ -198,3 +199,108 @@ TEST(SrTrainCli, SequenceLengthDefaultsToTheModelsMaximum) {
 }
 
 }  // namespace
+
+namespace {
+
+// Data prepared by sr-prep with the small test tokenizer (tests/bpe_test_tokenizer.h).
+struct BpeData {
+  fs::path dir;
+  std::string tokenizer, train, val;
+};
+
+BpeData prepare_bpe_data(const std::string& name) {
+  BpeData d;
+  d.dir = fresh_dir(name);
+  d.tokenizer = (d.dir / "tokenizer.json").string();
+  srkit::bpe_test::write_tokenizer_json(d.tokenizer);
+  std::string train = "the world", val = "the world";
+  for (int i = 0; i < 100; ++i) train += i % 3 ? " the world" : " it's 123";
+  for (int i = 0; i < 20; ++i) val += " the world";
+  srkit::bpe_test::write_text((d.dir / "train.txt").string(), train);
+  srkit::bpe_test::write_text((d.dir / "val.txt").string(), val);
+  for (const char* split : {"train", "val"}) {
+    const std::string cmd = std::string(SRKIT_BIN_DIR) + "/sr-prep " + (d.dir / split).string() +
+                            ".txt --val-fraction 0 --out " + (d.dir / "data").string() +
+                            " --tokenizer " + d.tokenizer + " >/dev/null";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  }
+  d.train = (d.dir / "data" / "train_train_*.bin").string();
+  d.val = (d.dir / "data" / "val_train_*.bin").string();
+  return d;
+}
+
+std::string bpe_run_args(const BpeData& d) {
+  return "--model tiny --vocab 320 --batch 2 --seq-len 16 --steps 2 --sample-tokens 8 -q "
+         "--data " +
+         d.train + " --val-data " + d.val + " --out " + (d.dir / "run").string();
+}
+
+}  // namespace
+
+TEST(SrTrainCli, TokenizerDecodesTheSample) {
+  const BpeData d = prepare_bpe_data("tok");
+  // The prompt is the first 16 validation tokens: <|endoftext|>, t, he, " world",
+  // then " the", " world" six times.
+  std::string prompt = "<|endoftext|>the world";
+  for (int i = 0; i < 6; ++i) prompt += " the world";
+
+  const Result with = run(bpe_run_args(d) + " --tokenizer " + d.tokenizer);
+  ASSERT_EQ(with.code, 0) << with.output;
+  EXPECT_NE(with.output.find("sample:\n" + prompt), std::string::npos) << with.output;
+  EXPECT_EQ(with.output.find("warning"), std::string::npos) << with.output;
+
+  const Result without = run(bpe_run_args(d));
+  ASSERT_EQ(without.code, 0) << without.output;
+  EXPECT_NE(without.output.find("sample:\n<287><" + std::to_string(srkit::bpe_test::id("t"))),
+            std::string::npos)
+      << without.output;
+
+  // The same tokenizer in GPT-2's two files: no warning either.
+  srkit::bpe_test::write_vocab_merges((d.dir / "vocab.json").string(),
+                                      (d.dir / "merges.txt").string());
+  const Result pair = run(bpe_run_args(d) + " --tokenizer " + (d.dir / "vocab.json").string());
+  ASSERT_EQ(pair.code, 0) << pair.output;
+  EXPECT_NE(pair.output.find("sample:\n" + prompt), std::string::npos) << pair.output;
+  EXPECT_EQ(pair.output.find("warning"), std::string::npos) << pair.output;
+}
+
+TEST(SrTrainCli, TokenizerOtherThanTheDatasWarns) {
+  const BpeData d = prepare_bpe_data("tokwarn");
+  nlohmann::json other = srkit::bpe_test::tokenizer_json();
+  std::swap(other["model"]["merges"][0], other["model"]["merges"][1]);
+  const std::string path = (d.dir / "other.json").string();
+  srkit::bpe_test::write_text(path, other.dump());
+  const Result r = run(bpe_run_args(d) + " --tokenizer " + path);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("warning: --tokenizer '" + path + "' (fingerprint "), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("is not the tokenizer the data "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("was prepared with (" + d.tokenizer + ", fingerprint "),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(SrTrainCli, BadTokenizerIsOneLineNamingTheFlag) {
+  const BpeData d = prepare_bpe_data("tokbad");
+  const std::string broken = (d.dir / "broken.json").string();
+  srkit::bpe_test::write_text(broken, "{\"model\": 3");
+  struct Case {
+    std::string args, expect;
+  };
+  const Case cases[] = {
+      {bpe_run_args(d) + " --tokenizer " + broken,
+       "--tokenizer: tokenizer file '" + broken + "': expected valid JSON"},
+      {bpe_run_args(d) + " --tokenizer " + (d.dir / "none.json").string(), "none.json"},
+      // Byte-level data and a model of 256 tokens: the tokenizer's 288 do not fit.
+      {"--model tiny --batch 2 --seq-len 16 --steps 2 --synthetic-bytes 16384 -q --out " +
+           (d.dir / "run").string() + " --tokenizer " + d.tokenizer,
+       "--tokenizer '" + d.tokenizer + "' has 288 tokens but the model's vocabulary is 256"},
+  };
+  for (const Case& c : cases) {
+    const Result r = run(c.args);
+    EXPECT_EQ(r.code, 2) << c.args << "\n" << r.output;
+    EXPECT_EQ(count_lines(r.output), 1) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.expect), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find("--tokenizer"), std::string::npos) << r.output;
+  }
+}

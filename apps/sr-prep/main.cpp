@@ -1,5 +1,8 @@
-// sr-prep: UTF-8 text files -> byte-level (vocab 256) llm.c .bin shards, split
-// into train and val (the tail); a trainer then reads the glob DIR/PREFIX_train_*.bin.
+// sr-prep: text files -> llm.c .bin shards, split into train and val (the
+// tail); a trainer then reads the glob DIR/PREFIX_train_*.bin. Tokens are bytes
+// (vocab 256) or, with a GPT-2-style tokenizer, byte-level BPE ids with an
+// end-of-text token before each document. DIR/PREFIX_tokenizer_info.json
+// records which (lib/data/tokenizer_info.h).
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <cstdio>
@@ -11,8 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "apps/sr-prep/tokenize_inputs.h"
 #include "lib/data/bin_shard.h"
+#include "lib/data/bpe_tokenizer.h"
 #include "lib/data/token_data.h"
+#include "lib/data/tokenizer_files.h"
+#include "lib/data/tokenizer_info.h"
+#include "lib/util/atomic_file.h"
 #include "lib/util/format.h"
 
 namespace fs = std::filesystem;
@@ -30,8 +38,14 @@ struct Options {
   std::string out_dir;
   int64_t shard_tokens = 100'000'000;  // llm.c's shard size
   double val_fraction = 0.1;
-  std::string name;  // default: stem of the first input
+  std::string name;           // default: stem of the first input
+  std::string tokenizer;      // tokenizer.json
+  std::string vocab, merges;  // or GPT-2's vocab.json + merges.txt
+  std::string doc_separator;  // splits files into documents
 };
+
+// The .bin format stores uint16 tokens (lib/data/bin_shard.h).
+constexpr int kMaxBinVocab = 65536;
 
 std::string shard_name(const std::string& prefix, const char* split, size_t index) {
   return strprintf("%s_%s_%06zu.bin", prefix.c_str(), split, index);
@@ -70,6 +84,10 @@ size_t write_split(std::span<const uint16_t> tokens, const Options& opt, const c
 }
 
 void validate(Options& opt) {
+  if (opt.tokenizer.empty() && opt.vocab.empty() && !opt.doc_separator.empty())
+    throw UsageError(
+        "--doc-separator needs a tokenizer (--tokenizer or --vocab/--merges): "
+        "byte-level shards have no end-of-text token");
   if (!(opt.val_fraction >= 0.0 && opt.val_fraction < 1.0))
     throw UsageError(strprintf("--val-fraction %g: expected a value in [0, 1)", opt.val_fraction));
   if (opt.name.empty()) opt.name = fs::path(opt.inputs.front()).stem().string();
@@ -86,24 +104,64 @@ void make_out_dir(const std::string& dir) {
                      (ec ? ": " + ec.message() : std::string()));
 }
 
-TokenData read_inputs(const std::vector<std::string>& inputs) {
-  TokenData all;
-  for (const std::string& path : inputs) {
-    try {
-      TokenData one = load_text_file(path);
-      all.tokens.insert(all.tokens.end(), one.tokens.begin(), one.tokens.end());
-    } catch (const std::runtime_error& e) {
-      throw UsageError(e.what());
-    }
+// The tokenizer the flags name, if any; its ids must fit the shards' uint16.
+std::optional<LoadedTokenizer> load_flag_tokenizer(const Options& opt) {
+  const std::string flag = opt.tokenizer.empty() ? "--vocab/--merges" : "--tokenizer";
+  std::optional<LoadedTokenizer> t;
+  try {
+    if (!opt.tokenizer.empty()) t = load_tokenizer(opt.tokenizer);
+    if (!opt.vocab.empty()) t = load_vocab_merges(opt.vocab, opt.merges);
+  } catch (const std::runtime_error& e) {
+    throw UsageError(flag + ": " + e.what());
   }
-  all.vocab_size = 256;
-  all.source = inputs.size() == 1 ? inputs.front() : strprintf("%zu inputs", inputs.size());
-  return all;
+  if (t && t->model.vocab_size() > kMaxBinVocab) {
+    throw UsageError(
+        strprintf("%s: %s has %d tokens; .bin shards hold uint16 tokens, so at most %d",
+                  flag.c_str(), t->source.c_str(), t->model.vocab_size(), kMaxBinVocab));
+  }
+  return t;
+}
+
+void write_record(const Options& opt, const std::optional<LoadedTokenizer>& loaded,
+                  const TokenizedInputs& in, const DataSplits& splits) {
+  nlohmann::json inputs = nlohmann::json::array();
+  for (const std::string& p : opt.inputs)
+    inputs.push_back(fs::absolute(p).lexically_normal().string());
+  const nlohmann::json record = {
+      {"tokenizer", loaded ? tokenizer_info_of(*loaded).to_json() : TokenizerInfo{}.to_json()},
+      {"inputs", inputs},
+      {"documents", in.documents},
+      {"doc_separator", opt.doc_separator},
+      {"input_bytes", in.bytes},
+      {"train_tokens", splits.train.tokens.size()},
+      {"val_tokens", splits.val.tokens.size()},
+  };
+  // Paths and the separator need not be UTF-8; JSON strings must be.
+  const std::string text =
+      record.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  write_file_atomic(tokenizer_info_path(opt.out_dir, opt.name), text.data(), text.size());
 }
 
 int run(Options opt) {
   validate(opt);
-  TokenData all = read_inputs(opt.inputs);
+  const std::optional<LoadedTokenizer> loaded = load_flag_tokenizer(opt);
+  std::optional<BpeTokenizer> tokenizer;
+  if (loaded) tokenizer.emplace(loaded->model);
+  TokenizedInputs in;
+  try {
+    in = tokenize_inputs(opt.inputs, tokenizer ? &*tokenizer : nullptr, opt.doc_separator);
+  } catch (const std::runtime_error& e) {
+    throw UsageError(e.what());
+  }
+  if (in.tokens.empty()) {
+    throw UsageError("--doc-separator '" + opt.doc_separator +
+                     "': the inputs hold nothing but separators");
+  }
+  TokenData all;
+  all.tokens = std::move(in.tokens);
+  all.vocab_size = loaded ? loaded->model.vocab_size() : 256;
+  all.source =
+      opt.inputs.size() == 1 ? opt.inputs.front() : strprintf("%zu inputs", opt.inputs.size());
   const size_t total = all.tokens.size();
   DataSplits splits;
   try {
@@ -118,23 +176,37 @@ int run(Options opt) {
   make_out_dir(opt.out_dir);  // only once the inputs are known to be good
   const size_t train_shards = write_split(splits.train.tokens, opt, "train");
   const size_t val_shards = write_split(splits.val.tokens, opt, "val");
+  write_record(opt, loaded, in, splits);
 
   const std::string base = (fs::path(opt.out_dir) / opt.name).string();
-  std::printf("sr-prep: %zu input file%s, %zu bytes -> %zu tokens (byte-level, vocab 256)\n",
-              opt.inputs.size(), opt.inputs.size() == 1 ? "" : "s", total, total);
+  const std::string files =
+      strprintf("%zu input file%s", opt.inputs.size(), opt.inputs.size() == 1 ? "" : "s");
+  if (loaded) {
+    std::printf(
+        "sr-prep: %s, %zu document%s, %zu bytes -> %zu tokens (BPE %s, vocab %d, "
+        "end-of-text %d before each document)\n",
+        files.c_str(), in.documents, in.documents == 1 ? "" : "s", in.bytes, total,
+        loaded->source.c_str(), loaded->model.vocab_size(), loaded->model.end_of_text);
+  } else {
+    std::printf("sr-prep: %s, %zu bytes -> %zu tokens (byte-level, vocab 256)\n", files.c_str(),
+                in.bytes, total);
+  }
   std::printf("  train %12zu tokens %4zu shard%s  %s_train_*.bin\n", splits.train.tokens.size(),
               train_shards, train_shards == 1 ? " " : "s", base.c_str());
   if (val_shards) {
     std::printf("  val   %12zu tokens %4zu shard%s  %s_val_*.bin\n", splits.val.tokens.size(),
                 val_shards, val_shards == 1 ? " " : "s", base.c_str());
   }
+  std::printf("  record %s\n", tokenizer_info_path(opt.out_dir, opt.name).c_str());
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"sr-prep: text files -> byte-level llm.c .bin token shards (train/val)"};
+  CLI::App app{
+      "sr-prep: text files -> llm.c .bin token shards (train/val), byte-level or with a "
+      "GPT-2-style BPE tokenizer"};
   app.set_version_flag("--version", std::string("sr-prep ") + SRKIT_VERSION);
   Options opt;
   app.add_option("inputs", opt.inputs, "UTF-8 text files, concatenated in the order given")
@@ -148,6 +220,22 @@ int main(int argc, char** argv) {
                  "tail fraction of the tokens kept for val, in [0, 1)")
       ->capture_default_str();
   app.add_option("--name", opt.name, "shard file prefix (default: first input's file stem)");
+  CLI::Option* tokenizer =
+      app.add_option(
+             "--tokenizer", opt.tokenizer,
+             "Hugging Face tokenizer.json (BPE model, ByteLevel pre-tokenizer, as GPT-2's); "
+             "default: byte-level tokens")
+          ->check(CLI::ExistingFile);
+  CLI::Option* vocab = app.add_option("--vocab", opt.vocab, "GPT-2 vocab.json (with --merges)")
+                           ->check(CLI::ExistingFile);
+  CLI::Option* merges = app.add_option("--merges", opt.merges, "GPT-2 merges.txt (with --vocab)")
+                            ->check(CLI::ExistingFile);
+  vocab->needs(merges);
+  merges->needs(vocab);
+  tokenizer->excludes(vocab)->excludes(merges);
+  app.add_option("--doc-separator", opt.doc_separator,
+                 "split each input into documents at this string (e.g. '<|endoftext|>'); "
+                 "default: each file is one document");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -150,6 +150,9 @@ void add_flags(CLI::App& app, srkit::TrainConfig& c, std::string& compare, std::
   app.add_option("--sample-tokens", c.sample_tokens, "tokens to generate at the end (0: none)")
       ->capture_default_str()
       ->check(cli::integer_in(0, 1 << 20));
+  app.add_option("--tokenizer", c.tokenizer,
+                 "tokenizer.json (or vocab.json with merges.txt beside it) that turns the "
+                 "generated sample into text");
   app.add_flag("-q,--quiet", c.quiet, "no progress lines");
   app.add_option("--comm", c.comm,
                  "communicator: auto (MPI when launched by mpirun/srun with more than one rank), "

@@ -10,15 +10,20 @@
 
 namespace srkit {
 
-TokenData load_text_file(const std::string& path) {
+std::string read_text_file(const std::string& path) {
   std::error_code ec;
   const uintmax_t size = std::filesystem::file_size(path, ec);  // fails for directories too
   if (ec) throw std::runtime_error("cannot open text file '" + path + "': " + ec.message());
   std::ifstream in(path, std::ios::binary);
-  std::vector<char> bytes(static_cast<size_t>(size));
+  std::string bytes(static_cast<size_t>(size), '\0');
   in.read(bytes.data(), std::streamsize(bytes.size()));
   if (!in) throw std::runtime_error("cannot read text file '" + path + "'");
   if (bytes.empty()) throw std::runtime_error("text file '" + path + "' is empty");
+  return bytes;
+}
+
+TokenData load_text_file(const std::string& path) {
+  const std::string bytes = read_text_file(path);
   TokenData out;
   out.tokens.resize(bytes.size());
   for (size_t i = 0; i < bytes.size(); ++i) out.tokens[i] = static_cast<unsigned char>(bytes[i]);

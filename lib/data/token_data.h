@@ -16,6 +16,9 @@ struct TokenData {
   std::string source;  // for messages: path(s), a pattern, or "synthetic"
 };
 
+// The file's bytes. Throws naming the file if it cannot be read or is empty.
+std::string read_text_file(const std::string& path);
+
 // The file's bytes as tokens 0..255 (vocab 256); UTF-8 is not decoded, so any
 // byte sequence is accepted. Throws naming the file if it cannot be read or is empty.
 TokenData load_text_file(const std::string& path);

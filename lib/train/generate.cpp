@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "kernels/common/sr_bits.h"
+#include "lib/data/bpe_tokenizer.h"
 #include "lib/util/stop_signal.h"
 
 namespace srkit {
@@ -34,17 +35,31 @@ std::vector<int32_t> generate(GPT& model, std::vector<int32_t> prompt, int n, in
   return tokens;
 }
 
-std::string tokens_to_text(const std::vector<int32_t>& tokens, int vocab_size) {
+std::string tokens_to_text(const std::vector<int32_t>& tokens, int vocab_size,
+                           const BpeTokenizer* tokenizer) {
   std::string out;
+  const auto append_bytes = [&out](std::string_view bytes) {
+    for (char c : bytes) {
+      const unsigned b = static_cast<unsigned char>(c);
+      if (b == '\n' || (b >= 32 && b < 127) || b >= 128) {
+        out += c;  // bytes >= 128 are parts of UTF-8 sequences
+      } else {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\x%02x", b);
+        out += buf;
+      }
+    }
+  };
   for (int32_t t : tokens) {
-    if (vocab_size > 256) {
-      out += "<" + std::to_string(t) + ">";
-    } else if (t == '\n' || (t >= 32 && t < 127) || t >= 128) {
-      out += char(t);  // bytes >= 128 are parts of UTF-8 sequences
+    if (tokenizer && tokenizer->has_token(t)) {
+      append_bytes(tokenizer->token_bytes(t));
+    } else if (!tokenizer && vocab_size <= 256) {
+      const char byte = char(t);
+      append_bytes(std::string_view(&byte, 1));
     } else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", unsigned(t));
-      out += buf;
+      out += '<';  // not "<" + ... + ">": g++ 12 warns falsely (-Wrestrict) on that
+      out += std::to_string(t);
+      out += '>';
     }
   }
   return out;

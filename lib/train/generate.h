@@ -9,6 +9,8 @@
 
 namespace srkit {
 
+class BpeTokenizer;
+
 // Appends n tokens to prompt by ancestral sampling (temperature 1) from the
 // model, over a sliding window of at most window tokens. The uniform draws come
 // from Philox keyed by the seed, so the same model and seed give the same text.
@@ -16,8 +18,11 @@ namespace srkit {
 std::vector<int32_t> generate(GPT& model, std::vector<int32_t> prompt, int n, int window,
                               uint64_t seed);
 
-// Byte tokens as text with non-printable bytes escaped; token ids (vocab > 256)
-// as "<id>" since no tokenizer ships with srkit.
-std::string tokens_to_text(const std::vector<int32_t>& tokens, int vocab_size);
+// Tokens as text, non-printable bytes escaped: with a tokenizer the bytes its
+// tokens stand for (ids it has no token for, such as a model vocabulary padded
+// past the tokenizer's, as "<id>"); without one, byte tokens as bytes when
+// vocab_size <= 256, else every token as "<id>".
+std::string tokens_to_text(const std::vector<int32_t>& tokens, int vocab_size,
+                           const BpeTokenizer* tokenizer = nullptr);
 
 }  // namespace srkit

@@ -60,6 +60,7 @@ struct TrainConfig {
   std::vector<std::string> resume_overrides;
   std::string init_from;   // Hugging Face GPT-2 folder to start from (lib/checkpoint/hf_gpt2.h)
   int sample_tokens = 96;  // generated after training; 0 = none
+  std::string tokenizer;   // decodes the sample (lib/train/sample_tokenizer.h); "" = none
   bool quiet = false;      // no progress lines (tables and errors only)
   // Synchronise the backend at the end of every phase, so the phase table holds
   // device time on an asynchronous device (costs the host/device overlap).

@@ -29,6 +29,7 @@
 #include "lib/train/replica_check.h"
 #include "lib/train/resume_check.h"
 #include "lib/train/run_log.h"
+#include "lib/train/sample_tokenizer.h"
 #include "lib/train/shadow_probe.h"
 #include "lib/util/atomic_file.h"
 #include "lib/util/build_info.h"
@@ -228,6 +229,7 @@ class Trainer::State {
   std::unique_ptr<ShadowProbe> shadow_;  // rank 0 only, --shadow-fp32
   DataSplits data_;
   std::unique_ptr<BatchSampler> sampler_;
+  std::unique_ptr<BpeTokenizer> tokenizer_;  // --tokenizer: decodes the sample
   std::unique_ptr<EvalWindows> eval_;
   std::unique_ptr<RunLog> log_;
   std::unique_ptr<Progress> progress_;
@@ -304,6 +306,11 @@ void Trainer::State::set_up() {
   run_config_ = c_.to_json(world_);
   add_data_fingerprint(run_config_, data_);
   if (resumed) check_resume_config(resume_path_, resumed->config, run_config_, c_.resume_overrides);
+  if (!c_.tokenizer.empty()) {
+    std::string warning;
+    tokenizer_ = open_sample_tokenizer(c_.tokenizer, mc.vocab_size, c_.data, warning);
+    if (lead_ && !warning.empty()) std::fprintf(stderr, "warning: %s\n", warning.c_str());
+  }
   sampler_ = std::make_unique<BatchSampler>(data_.train, c_.seq_len, c_.seed);
   if (!data_.val.tokens.empty()) eval_ = std::make_unique<EvalWindows>(data_.val, c_.seq_len);
 
@@ -705,7 +712,7 @@ void Trainer::State::finish() {
     try {
       const std::vector<int32_t> out =
           generate(*model_, prompt, c_.sample_tokens, c_.seq_len, c_.seed);
-      summary_.sample = tokens_to_text(out, model_->config().vocab_size);
+      summary_.sample = tokens_to_text(out, model_->config().vocab_size, tokenizer_.get());
     } catch (const Interrupted& e) {  // the checkpoint is written; only the sample is lost
       mark_interrupted(e.signal);
       report_stop();
