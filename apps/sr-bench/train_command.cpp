@@ -6,10 +6,13 @@
 #include "apps/sr-bench/subcommand.h"
 #include "lib/bench/list_args.h"
 #include "lib/bench/text_file.h"
+#include "lib/bench/train_chart.h"
 #include "lib/bench/train_matrix.h"
 #include "lib/bench/train_report.h"
 #include "lib/model/gpt_config.h"
 #include "lib/precision.h"
+#include "lib/util/output_path.h"
+#include "lib/util/svg.h"
 
 namespace srkit::bench_app {
 namespace {
@@ -27,7 +30,7 @@ struct TrainArgs {
   TrainMatrixOptions options;
   double mem_limit_mb = 0.0;
   bool phases = false;
-  std::string csv, json;
+  std::string csv, json, svg;
 };
 
 int run_train(const TrainArgs& a) {
@@ -59,6 +62,7 @@ int run_train(const TrainArgs& a) {
       r.rss_per_cell ? "per cell" : "cumulative over the process");
   if (!a.csv.empty()) write_text_file(a.csv, train_csv(r), "--csv");
   if (!a.json.empty()) write_text_file(a.json, train_json(r).dump(2) + "\n", "--json");
+  if (!a.svg.empty()) write_text_file(a.svg, svg::render(train_figure(r)), "--svg");
   return 0;
 }
 
@@ -92,6 +96,10 @@ Subcommand add_train_command(CLI::App& parent) {
   app->add_option("--csv", args->csv, "write the cells as CSV to this file")
       ->check(srkit::cli::output_file());
   app->add_option("--json", args->json, "write the cells as JSON to this file")
+      ->check(srkit::cli::output_file());
+  app->add_option("--svg", args->svg,
+                  "draw tok/s and peak memory per strategy (bars grouped by model / micro-batch "
+                  "cell) as an SVG chart to this file")
       ->check(srkit::cli::output_file());
   return {app, [args] { return run_train(*args); }};
 }

@@ -6,10 +6,14 @@
 #include <stdexcept>
 #include <vector>
 
+#include "lib/audit/run_log.h"
 #include "lib/bench/list_args.h"
 #include "lib/precision.h"
+#include "lib/train/compare_chart.h"
 #include "lib/train/trainer.h"
 #include "lib/util/atomic_file.h"
+#include "lib/util/format.h"
+#include "lib/util/svg.h"
 
 namespace srkit {
 namespace {
@@ -62,6 +66,43 @@ void write_json(const std::string& path, const nlohmann::json& j) {
   write_file_atomic(path, text.data(), text.size());
 }
 
+// The chart beside the JSON file: <stem>.svg in its folder (FILE.svg when the
+// JSON file itself ends in .svg).
+std::string chart_path(const std::string& json_file) {
+  std::filesystem::path p(json_file);
+  p.replace_extension(".svg");
+  if (p == std::filesystem::path(json_file)) p = json_file + ".svg";
+  return p.string();
+}
+
+// The figure of the runs (lib/train/compare_chart.h), from their JSONL logs.
+// A log that cannot be read (a run stopped before its first step record)
+// leaves its strategy without loss curves, named on stderr: the comparison
+// itself is done and its table and JSON are written.
+void write_chart(const std::string& path, const TrainConfig& base, int world,
+                 const std::vector<RunSummary>& runs) {
+  std::vector<CompareCurves> curves;
+  for (const RunSummary& r : runs) {
+    audit::RunLog log;
+    try {
+      log = audit::read_run_log(r.log_file);
+    } catch (const std::invalid_argument& e) {
+      std::fprintf(stderr, "%s: no loss curves for %s: %s\n", path.c_str(), r.strategy.c_str(),
+                   e.what());
+    }
+    curves.push_back(compare_curves(r.strategy, log, base.tokens_per_step(world), r.memory));
+  }
+  // The preset, or the Hugging Face folder that gave the model its shape.
+  const std::string model =
+      base.init_from.empty() ? "model " + base.model : "from " + base.init_from;
+  const std::string title =
+      strprintf("sr-train --compare: %s, %llu steps of %llu tokens", model.c_str(),
+                static_cast<unsigned long long>(runs.front().steps_total),
+                static_cast<unsigned long long>(base.tokens_per_step(world)));
+  const std::string svg = svg::render(compare_figure(title, curves));
+  write_file_atomic(path, svg.data(), svg.size());
+}
+
 }  // namespace
 
 int run_single(const TrainConfig& config, Communicator& comm, const std::string& json_path) {
@@ -108,8 +149,10 @@ int run_compare(const TrainConfig& config, Communicator& comm, const std::string
       json_path.empty() ? (std::filesystem::path(base.out_dir) / "compare.json").string()
                         : json_path;
   write_json(json_file, all);
-  std::printf("table as JSON: %s; per-step logs: %s/<strategy>.jsonl\n", json_file.c_str(),
-              base.out_dir.c_str());
+  const std::string chart_file = chart_path(json_file);
+  write_chart(chart_file, base, comm.world_size(), runs);
+  std::printf("table as JSON: %s; chart: %s; per-step logs: %s/<strategy>.jsonl\n",
+              json_file.c_str(), chart_file.c_str(), base.out_dir.c_str());
   return code;
 }
 

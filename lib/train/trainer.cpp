@@ -415,7 +415,8 @@ void Trainer::State::open_log(const GPTConfig& mc) {
                      {"dropped_incomplete_line", cut.dropped_incomplete_line}};
     if (cut.kept_records == 0) resume_record["log_started_here"] = true;
   }
-  if (start_step_ == 0 || resume_record.value("log_started_here", false)) {
+  const bool started_here = resume_record.is_object() && resume_record.contains("log_started_here");
+  if (start_step_ == 0 || started_here) {
     log_->write({{"type", "config"},
                  {"strategy", c_.strategy.name},
                  {"strategy_detail", c_.strategy.describe()},

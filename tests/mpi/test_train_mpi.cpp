@@ -124,10 +124,12 @@ void scenario_resume_first(Communicator& comm, const fs::path& dir) {
 void scenario_resume_second(Communicator& comm, const fs::path& dir) {
   TrainConfig finish = tiny(dir / "chain2", "bf16-sr", 6);
   finish.resume = final_checkpoint(dir / "b", 3);
+  finish.resume_overrides = {"steps"};  // b passed the state on with a 3-step schedule
   Trainer(finish, comm).run();
   TrainConfig pass = tiny(dir / "d", "bf16-sr", 3);
   pass.zero = 1;
   pass.resume = final_checkpoint(dir / "c", 3);
+  pass.resume_overrides = {"steps"};  // only passes the state on
   Trainer(pass, comm).run();
 }
 
@@ -138,6 +140,9 @@ void scenario_diverged_resume(Communicator& comm, const fs::path& dir) {
   TrainConfig c = tiny(dir / "run", "bf16-sr", 4);
   c.replica_check = 1;
   c.resume = final_checkpoint(dir / (comm.rank() == 0 ? "x" : "y"), 2);
+  // The replica check, not the config check, must catch it: x and y ran on one
+  // rank with their own learning rates and schedule.
+  c.resume_overrides = {"steps", "lr", "batch"};
   Trainer(c, comm).run();
 }
 
@@ -420,6 +425,7 @@ TEST(TrainMpi, CheckpointsMoveBetweenWorldSizesBitExactly) {
     c.grad_accum = 2;
     c.ckpt_interval = 3;
     c.resume = resume;
+    if (!resume.empty()) c.resume_overrides = {"steps"};  // state passes 3- and 6-step runs
     return Trainer(c).run();
   };
   one_rank("b", 3, final_checkpoint(dir / "a", 3));
