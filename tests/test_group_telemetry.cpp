@@ -61,7 +61,9 @@ TEST(ParamGroups, EveryTensorInItsGroupAndTheRangesCoverTheBuffer) {
   for (size_t r = 0; r < ranges.size(); ++r) {
     EXPECT_EQ(ranges[r].begin, at) << r;
     EXPECT_LT(ranges[r].begin, ranges[r].end) << r;
-    if (r > 0) EXPECT_NE(ranges[r].group, ranges[r - 1].group) << "maximal runs";
+    if (r > 0) {
+      EXPECT_NE(ranges[r].group, ranges[r - 1].group) << "maximal runs";
+    }
     at = ranges[r].end;
   }
   EXPECT_EQ(at, layout.total_size());
@@ -227,7 +229,9 @@ TEST(GroupTelemetry, OptimizerSlotsOnAShardAndTheSameBitsAsOnePass) {
       for (size_t r = 0; r < ranges.size(); ++r) {
         const size_t lo = std::max(ranges[r].begin, begin), hi = std::min(ranges[r].end, end);
         EXPECT_EQ(slots[r].n, lo < hi ? hi - lo : 0) << spec << " range " << r;
-        if (lo >= hi) EXPECT_EQ(slots[r].nonzero, 0u) << spec << " range " << r;
+        if (lo >= hi) {
+          EXPECT_EQ(slots[r].nonzero, 0u) << spec << " range " << r;
+        }
         n += slots[r].n;
       }
       EXPECT_EQ(n, end - begin);

@@ -184,7 +184,9 @@ TEST(Trainer, StepRecordsCarryTelemetryPerTensorGroup) {
       }
       EXPECT_EQ(g["layernorm"]["erased_frac"].get<double>(), 1.0) << strategy << " " << line;
       EXPECT_GT(g["attention"]["update_weight_ratio"].get<double>(), 0.0) << strategy;
-      if (j["step"] == 1) EXPECT_EQ(g["biases"]["erased_frac"].get<double>(), 0.0) << strategy;
+      if (j["step"] == 1) {
+        EXPECT_EQ(g["biases"]["erased_frac"].get<double>(), 0.0) << strategy;
+      }
     }
     EXPECT_EQ(steps, 4) << strategy;
   }
