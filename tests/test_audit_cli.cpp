@@ -155,5 +155,42 @@ TEST(SrAuditCli, RunAndPlotReadLogs) {
   EXPECT_EQ(nlohmann::json::parse(slurp(dir.path() + "/loss.json"))["runs"][0]["loss"].size(), 2u);
 }
 
+// --svg-groups: per log two panels (erased fraction, update/weight ratio) with
+// one series per tensor group; a log without per-group telemetry exits 2
+// before any output.
+TEST(SrAuditCli, RunDrawsTelemetryPerTensorGroup) {
+  TempDir dir("auditcli");
+  const std::string path = dir.path() + "/g.jsonl";
+  {
+    std::ofstream log(path);
+    log << "{\"type\":\"config\",\"config\":{\"strategy\":\"bf16\"}}\n";
+    for (int step = 1; step <= 3; ++step) {
+      log << "{\"type\":\"step\",\"step\":" << step << ",\"loss\":4,\"groups\":{";
+      const char* groups[] = {"embeddings", "attention", "mlp", "layernorm", "biases"};
+      for (int g = 0; g < 5; ++g) {
+        log << (g ? "," : "") << "\"" << groups[g] << "\":{\"erased_frac\":" << 0.1 * (g + 1)
+            << ",\"update_weight_ratio\":" << 1e-4 * (g + step) << "}";
+      }
+      log << "}}\n";
+    }
+  }
+  const std::string svg_path = dir.path() + "/groups.svg";
+  const ProcessResult r = sr_audit("run " + path + " --svg-groups " + svg_path);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::string svg = slurp(svg_path);
+  EXPECT_EQ(count(svg, "<polyline class=\"series\""), 10u) << "2 panels x 5 groups";
+  for (const char* g : {"embeddings", "attention", "mlp", "layernorm", "biases"}) {
+    EXPECT_EQ(count(svg, std::string("<title>") + g + "</title>"), 2u) << g;
+  }
+
+  const std::string old = write_log(dir, "old.jsonl", "bf16");
+  const ProcessResult bad =
+      sr_audit("run " + old + " --svg-groups " + dir.path() + "/no.svg", /*stderr_only=*/true);
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("old.jsonl: no per-group telemetry"), std::string::npos) << bad.out;
+  EXPECT_EQ(count(bad.out, "\n"), 1u) << bad.out;
+  EXPECT_FALSE(std::ifstream(dir.path() + "/no.svg").good());
+}
+
 }  // namespace
 }  // namespace srkit

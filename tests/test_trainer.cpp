@@ -8,8 +8,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -18,6 +20,7 @@
 #include "lib/checkpoint/safetensors.h"
 #include "lib/comm/communicator.h"
 #include "lib/model/gpt.h"
+#include "lib/model/param_layout.h"
 #include "lib/precision.h"
 #include "lib/train/checkpoint_io.h"
 #include "lib/train/data_parallel.h"
@@ -149,6 +152,64 @@ TEST(Trainer, LogIntervalThinsTheStepRecordsOnly) {
     EXPECT_GT(j["weight_rms"].get<double>(), 0.0) << "telemetry present on logged steps";
   }
   EXPECT_EQ(logged, (std::vector<uint64_t>{3, 6, 7}));
+}
+
+// Per-group telemetry in every step record (five groups, fractions in [0, 1]),
+// and what it says about RN against an fp32 master at a small learning rate:
+// updates of ~1e-4 on LayerNorm gains of 1 are all below half a bf16 ulp, so
+// the layernorm group's erased fraction is 1 on every step under both bf16
+// (RN) and mixed; bf16 drops them (its gains stay exactly 1), mixed keeps
+// them in the master (which moves off 1 while the bf16 gains, RN of it, stay
+// 1). Biases start at 0, so at step 1 nothing of theirs is erased.
+TEST(Trainer, StepRecordsCarryTelemetryPerTensorGroup) {
+  std::map<std::string, std::map<std::string, std::vector<char>>> tensors;
+  for (const char* strategy : {"bf16", "mixed"}) {
+    TrainConfig c = tiny(fresh_dir(std::string("groups_") + strategy), strategy, 4);
+    c.lr = 1e-4f;
+    const RunSummary r = Trainer(c).run();
+    tensors[strategy] = read_all(r.checkpoint);
+    std::ifstream log(r.log_file);
+    int steps = 0;
+    for (std::string line; std::getline(log, line);) {
+      const nlohmann::json j = nlohmann::json::parse(line);
+      if (j["type"] != "step") continue;
+      ++steps;
+      const nlohmann::json& g = j.at("groups");
+      ASSERT_EQ(g.size(), 5u) << line;
+      for (const char* name : {"embeddings", "attention", "mlp", "layernorm", "biases"}) {
+        const double e = g.at(name).at("erased_frac"), u = g.at(name).at("update_weight_ratio");
+        EXPECT_GE(e, 0.0) << strategy << " " << name;
+        EXPECT_LE(e, 1.0) << strategy << " " << name;
+        EXPECT_TRUE(std::isfinite(u) && u >= 0) << strategy << " " << name;
+      }
+      EXPECT_EQ(g["layernorm"]["erased_frac"].get<double>(), 1.0) << strategy << " " << line;
+      EXPECT_GT(g["attention"]["update_weight_ratio"].get<double>(), 0.0) << strategy;
+      if (j["step"] == 1) {
+        EXPECT_EQ(g["biases"]["erased_frac"].get<double>(), 0.0) << strategy;
+      }
+    }
+    EXPECT_EQ(steps, 4) << strategy;
+  }
+  const ParamLayout layout(gpt_preset("tiny"));
+  const ParamTensor& gain = layout.get("h.ln_1.weight");
+  for (const char* strategy : {"bf16", "mixed"}) {
+    const std::vector<char>& w = tensors[strategy].at("h.ln_1.weight");
+    ASSERT_EQ(w.size(), gain.count * 2);
+    for (size_t i = 0; i < gain.count; ++i) {
+      uint16_t bits;
+      std::memcpy(&bits, w.data() + 2 * i, 2);
+      ASSERT_EQ(bits, 0x3f80) << strategy << ": RN of every gain stays exactly 1 (element " << i
+                              << ")";
+    }
+  }
+  const std::vector<char>& master = tensors["mixed"].at("optimizer.master");
+  size_t moved = 0;
+  for (size_t i = 0; i < gain.count; ++i) {
+    float x;
+    std::memcpy(&x, master.data() + 4 * (gain.offset + i), 4);
+    moved += x != 1.0f;
+  }
+  EXPECT_GT(moved, gain.count / 2) << "the fp32 master keeps what RN erases";
 }
 
 // The amp preset (O1): fp32 storage like fp32, bf16 compute; it trains to

@@ -9,6 +9,7 @@
 
 #include "apps/common/flag_checks.h"
 #include "apps/sr-audit/subcommand.h"
+#include "lib/audit/group_charts.h"
 #include "lib/audit/run_log.h"
 #include "lib/util/atomic_file.h"
 #include "lib/util/svg.h"
@@ -63,7 +64,7 @@ Subcommand add_run_command(CLI::App& parent) {
     std::vector<std::string> logs;
     int windows = 4;
     double threshold = 0.5;
-    std::string json, svg;
+    std::string json, svg, svg_groups;
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = parent.add_subcommand(
@@ -79,6 +80,11 @@ Subcommand add_run_command(CLI::App& parent) {
   cmd->add_option("--svg", o->svg, "draw the erased fraction over time as SVG to FILE")
       ->type_name("FILE")
       ->check(srkit::cli::output_file());
+  cmd->add_option("--svg-groups", o->svg_groups,
+                  "draw the erased fraction and the update/weight ratio per tensor group over "
+                  "time as SVG to FILE (two panels per log, one below the other)")
+      ->type_name("FILE")
+      ->check(srkit::cli::output_file());
 
   auto run = [o]() {
     std::vector<audit::RunLog> logs;
@@ -87,6 +93,8 @@ Subcommand add_run_command(CLI::App& parent) {
       logs.push_back(audit::read_run_log(path));
       runs.push_back(audit::summarize(logs.back(), o->windows, o->threshold));
     }
+    // Before any output: a log without per-group telemetry is bad input.
+    const std::string groups_svg = o->svg_groups.empty() ? "" : audit::group_charts_svg(logs);
     std::printf("# sr-audit run: %zu log(s)\n\n", runs.size());
     std::fputs(audit::telemetry_markdown(runs).c_str(), stdout);
     std::printf(
@@ -115,6 +123,9 @@ Subcommand add_run_command(CLI::App& parent) {
     if (!o->svg.empty()) {
       const std::string text = erased_svg(logs);
       write_file_atomic(o->svg, text.data(), text.size());
+    }
+    if (!o->svg_groups.empty()) {
+      write_file_atomic(o->svg_groups, groups_svg.data(), groups_svg.size());
     }
     return 0;
   };

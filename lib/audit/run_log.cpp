@@ -1,5 +1,6 @@
 #include "lib/audit/run_log.h"
 
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -24,6 +25,27 @@ double number(const json& j, const char* field, const std::string& where) {
 double optional_number(const json& j, const char* field) {
   const auto it = j.find(field);
   return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
+// The optional "groups" object of a step record; the error names the group.
+std::vector<GroupStepRecord> groups(const json& j, const std::string& where) {
+  std::vector<GroupStepRecord> out;
+  const auto it = j.find("groups");
+  if (it == j.end()) return out;
+  if (!it->is_object()) throw std::invalid_argument(where + ": \"groups\" must be an object");
+  for (const auto& [name, g] : it->items()) {
+    const std::string at = where + ": group '" + name + "'";
+    if (!g.is_object()) throw std::invalid_argument(at + ": expected an object");
+    GroupStepRecord r{name, number(g, "erased_frac", at), number(g, "update_weight_ratio", at)};
+    if (!(r.erased_frac >= 0 && r.erased_frac <= 1)) {
+      throw std::invalid_argument(at + ": erased_frac must be in [0, 1]");
+    }
+    if (!(r.update_weight_ratio >= 0 && std::isfinite(r.update_weight_ratio))) {
+      throw std::invalid_argument(at + ": update_weight_ratio must be finite and >= 0");
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 std::string pct(double f) { return strprintf("%.1f%%", 100 * f); }
@@ -63,6 +85,7 @@ RunLog read_run_log(const std::string& path) {
       s.erased_frac = optional_number(j, "erased_frac");
       s.m_stalled_frac = optional_number(j, "m_stalled_frac");
       s.v_stalled_frac = optional_number(j, "v_stalled_frac");
+      s.groups = groups(j, where);
       log.steps.push_back(s);
     } else if (type == "eval") {
       log.evals.push_back({uint64_t(number(j, "step", where)), number(j, "val_loss", where)});

@@ -11,10 +11,16 @@
 
 namespace srkit::audit {
 
+// One tensor group's telemetry of a step (the step record's optional "groups").
+struct GroupStepRecord {
+  std::string group;  // "embeddings", "attention", ...
+  double erased_frac = 0, update_weight_ratio = 0;
+};
 struct StepRecord {
   uint64_t step = 0;
   double loss = 0, lr = 0, grad_norm = 0, update_weight_ratio = 0;
   double erased_frac = 0, m_stalled_frac = 0, v_stalled_frac = 0;
+  std::vector<GroupStepRecord> groups;  // empty when the record has none (older logs)
 };
 struct EvalRecord {
   uint64_t step = 0;
@@ -34,7 +40,9 @@ struct RunLog {
 };
 
 // Reads one log. Lines of other types are skipped; a line that is not a JSON
-// object, or a known type missing a numeric field, is an error. Throws
+// object, or a known type missing a numeric field, is an error. A step's
+// "groups", when present, must be an object of objects with numeric
+// erased_frac in [0, 1] and update_weight_ratio >= 0. Throws
 // std::invalid_argument "PATH:LINE: what" (or "PATH: cannot read", "PATH: no
 // step records") so bad input exits with code 2.
 RunLog read_run_log(const std::string& path);

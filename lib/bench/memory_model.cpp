@@ -142,7 +142,8 @@ MemoryEstimate estimate_memory(const MemoryScenario& s) {
   }
   e.activations = s.recompute ? recompute_activation_bytes(s.model, dt, s.batch, T, s.device)
                               : GPT::activation_bytes(s.model, dt, s.batch, T, s.device);
-  e.step_record = DataParallel::step_buffer_bytes(s.world, /*grad_accum=*/1);
+  e.step_record =
+      DataParallel::step_buffer_bytes(s.world, /*grad_accum=*/1, layout.group_ranges().size());
   e.compute_copies = size_t(s.strategy.transient_bytes_per_param() * double(P));
   if (s.device == "cuda") {
     e.scratch = cuda_scratch_bytes(s.model, s.batch, T, shard);

@@ -16,12 +16,28 @@ namespace srkit {
 
 constexpr size_t kParamAlign = 64;
 
+// The tensor groups the optimizer telemetry is reported by (step records'
+// "groups"): embeddings (wte, wpe), attention matrices (qkv, projection), MLP
+// matrices (fc, projection), LayerNorm gains (incl. the final one) and biases.
+enum class ParamGroup : uint8_t { kEmbeddings, kAttention, kMlp, kLayerNorm, kBias };
+constexpr size_t kParamGroupCount = 5;
+// "embeddings", "attention", "mlp", "layernorm", "biases".
+const char* param_group_name(ParamGroup group);
+
+// Flat-buffer range [begin, end) whose tensors (with their alignment padding)
+// all belong to one group.
+struct ParamGroupRange {
+  size_t begin, end;
+  ParamGroup group;
+};
+
 struct ParamTensor {
   std::string name;            // e.g. "wte", "h.qkv.weight" (stacked over layers)
   std::vector<int64_t> shape;  // logical shape
   size_t offset = 0;           // in elements, multiple of kParamAlign
   size_t count = 0;            // product of shape
   bool decay = false;          // matrices and embeddings decay; biases and LayerNorm do not
+  ParamGroup group = ParamGroup::kEmbeddings;
 };
 
 class ParamLayout {
@@ -34,6 +50,10 @@ class ParamLayout {
   size_t total_size() const { return total_; }  // flat buffer length incl. alignment padding
   // Segments covering [0, total_size()) for the optimizer; padding never decays.
   std::vector<ParamSegment> segments() const;
+  // The maximal runs of consecutive tensors of one group, in buffer order,
+  // covering [0, total_size()) as segments() does (groups interleave, so a
+  // group has several ranges: 15 for GPT-2's layout).
+  std::vector<ParamGroupRange> group_ranges() const;
 
  private:
   std::vector<ParamTensor> tensors_;

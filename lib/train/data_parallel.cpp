@@ -41,18 +41,19 @@ DataParallel::DataParallel(Communicator& comm, GPT& model, int zero, int grad_ac
       plan_(model.layout().total_size(), comm.world_size()),
       timers_(timers) {
   if (grad_accum < 1) throw std::invalid_argument("--grad-accum must be >= 1");
+  for (const ParamGroupRange& r : model.layout().group_ranges()) slot_groups_.push_back(r.group);
   comm_.use_stream(backend_.native_stream());
-  step_bytes_ = step_buffer_bytes(world(), grad_accum);
+  step_bytes_ = step_buffer_bytes(world(), grad_accum, slot_groups_.size());
   step_buffer_ = backend_.allocate(step_bytes_, MemCategory::kScratch);
   step_host_.resize(step_bytes_);
 }
 
 DataParallel::~DataParallel() { backend_.release(step_buffer_); }
 
-size_t DataParallel::step_buffer_bytes(int world, int grad_accum) {
-  // W records, then the clip and W telemetry slots, all on 8-byte boundaries.
+size_t DataParallel::step_buffer_bytes(int world, int grad_accum, size_t telemetry_slots) {
+  // W records, then the clip and W blocks of telemetry slots, all on 8-byte boundaries.
   return size_t(world) * StepRecord::doubles(grad_accum) * sizeof(double) + sizeof(GradClip) +
-         size_t(world) * sizeof(AdamWTelemetry);
+         size_t(world) * telemetry_slots * sizeof(AdamWTelemetry);
 }
 
 size_t DataParallel::optimizer_begin() const { return zero_ ? plan_.begin(rank()) : 0; }
@@ -65,7 +66,7 @@ GradClip* DataParallel::clip() const {
   return reinterpret_cast<GradClip*>(records() + size_t(world()) * record_doubles());
 }
 AdamWTelemetry* DataParallel::telemetry(int q) const {
-  return reinterpret_cast<AdamWTelemetry*>(clip() + 1) + q;
+  return reinterpret_cast<AdamWTelemetry*>(clip() + 1) + size_t(q) * slot_groups_.size();
 }
 
 double* DataParallel::loss_slot(int k) { return own_record() + StepRecord::kLoss0 + size_t(k); }
@@ -111,7 +112,8 @@ DataParallel::StepTotals DataParallel::finish_step(bool with_telemetry) {
   if (gather_telemetry) {
     ScopedPhase phase(timers_, kCommPhase);
     static_assert(sizeof(AdamWTelemetry) % 4 == 0, "telemetry travels as 4-byte elements");
-    comm_.all_gather(telemetry(rank()), telemetry(0), sizeof(AdamWTelemetry) / 4, DType::kF32);
+    comm_.all_gather(telemetry(rank()), telemetry(0),
+                     slot_groups_.size() * sizeof(AdamWTelemetry) / 4, DType::kF32);
   }
   backend_.copy_to_host(step_host_.data(), step_buffer_, step_bytes_);
 
@@ -135,18 +137,17 @@ DataParallel::StepTotals DataParallel::finish_step(bool with_telemetry) {
   if (with_telemetry) {
     const char* tel = step_host_.data() + size_t(world()) * stride * sizeof(double) + sizeof c;
     // Plain data parallel: every rank stepped the whole buffer, its own sums are
-    // the total. ZeRO-1: the shards' sums, added in rank order.
+    // the total. ZeRO-1: the shards' sums, added in rank order. Within a rank,
+    // the group ranges' sums in buffer order.
     const int first = gather_telemetry ? 0 : rank(), last = gather_telemetry ? world() : rank() + 1;
+    const size_t slots = slot_groups_.size();
     for (int q = first; q < last; ++q) {
-      AdamWTelemetry part;
-      std::memcpy(&part, tel + size_t(q) * sizeof part, sizeof part);
-      t.telemetry.update_sq += part.update_sq;
-      t.telemetry.weight_sq += part.weight_sq;
-      t.telemetry.n += part.n;
-      t.telemetry.nonzero += part.nonzero;
-      t.telemetry.erased += part.erased;
-      t.telemetry.m_stalled += part.m_stalled;
-      t.telemetry.v_stalled += part.v_stalled;
+      for (size_t r = 0; r < slots; ++r) {
+        AdamWTelemetry part;
+        std::memcpy(&part, tel + (size_t(q) * slots + r) * sizeof part, sizeof part);
+        add_telemetry(t.groups[size_t(slot_groups_[r])], part);
+        add_telemetry(t.telemetry, part);
+      }
     }
   }
   return t;

@@ -27,6 +27,7 @@
 #include "lib/model/gpt.h"
 #include "lib/profiling.h"
 #include "lib/train/checkpoint_io.h"
+#include "lib/train/group_telemetry.h"
 #include "lib/train/optimizer.h"
 #include "lib/train/replica_check.h"
 #include "lib/train/shard_plan.h"
@@ -66,7 +67,8 @@ class DataParallel {
   // the records (a collective) and derives the clip from them: the returned
   // device GradClip is what the optimizer consumes. No host read.
   const GradClip* exchange(int stop_signal, float max_norm);
-  // The device telemetry this rank's optimizer fills on logging steps.
+  // The device telemetry this rank's optimizer fills on logging steps: one
+  // slot per group range of the layout (Optimizer::step).
   AdamWTelemetry* telemetry_slot();
 
   // After the optimizer step: ZeRO-1's weight gather (every rank gets every
@@ -79,6 +81,7 @@ class DataParallel {
     bool finite = true;          // loss and gradient norm finite (else the optimizer did nothing)
     int stop_signal = 0;         // the largest signal any rank saw
     AdamWTelemetry telemetry{};  // the whole buffer's (with_telemetry only)
+    GroupTelemetry groups{};     // per tensor group (with_telemetry only); they add up to it
   };
   StepTotals finish_step(bool with_telemetry);
 
@@ -101,17 +104,17 @@ class DataParallel {
   Communicator& comm() { return comm_; }
 
   // Bytes of the step record a rank allocates (scratch): W records, the clip and
-  // W telemetry slots.
-  static size_t step_buffer_bytes(int world, int grad_accum);
+  // W blocks of telemetry_slots telemetry slots (ParamLayout::group_ranges().size()).
+  static size_t step_buffer_bytes(int world, int grad_accum, size_t telemetry_slots);
 
  private:
   void gather_weights();
-  // Layout of the step buffer: W records, the clip, W telemetry slots.
+  // Layout of the step buffer: W records, the clip, W blocks of telemetry slots.
   size_t record_doubles() const;
   double* records() const;
   double* own_record() const;
   GradClip* clip() const;
-  AdamWTelemetry* telemetry(int rank) const;
+  AdamWTelemetry* telemetry(int rank) const;  // the rank's block of slots
 
   Communicator& comm_;
   GPT& model_;
@@ -119,6 +122,7 @@ class DataParallel {
   int zero_;
   int accum_;
   ShardPlan plan_;
+  std::vector<ParamGroup> slot_groups_;  // the group of each telemetry slot
   PhaseTimers* timers_;
   void* step_buffer_ = nullptr;  // device
   size_t step_bytes_ = 0;

@@ -48,11 +48,19 @@ Optimizer::Optimizer(GPT& model, const PrecisionStrategy& strategy, uint64_t see
   m_ = backend_.allocate(n * dtype_size(r.m), MemCategory::kOptState);
   v_ = backend_.allocate(n * dtype_size(r.v), MemCategory::kOptState);
   if (r.kahan) kahan_ = backend_.allocate(n * 2, MemCategory::kOptState);
-  plan_ = backend_.prepare_adamw(model.layout().segments(), begin_, end_);
+  const std::vector<ParamSegment> segments = model.layout().segments();
+  plan_ = backend_.prepare_adamw(segments, begin_, end_);
+  const std::vector<ParamGroupRange> ranges = model.layout().group_ranges();
+  telemetry_slots_ = ranges.size();
+  for (size_t r = 0; r < ranges.size(); ++r) {
+    const size_t lo = std::max(ranges[r].begin, begin_), hi = std::min(ranges[r].end, end_);
+    if (lo < hi) range_plans_.push_back({r, lo, hi, backend_.prepare_adamw(segments, lo, hi)});
+  }
   reset_master_from_weights();
 }
 
 Optimizer::~Optimizer() {
+  range_plans_.clear();
   plan_.reset();
   backend_.release(kahan_);
   backend_.release(v_);
@@ -72,19 +80,35 @@ void Optimizer::reset_master_from_weights() {
   if (kahan_) backend_.fill_zero(kahan_, n * 2);
 }
 
+AdamWBuffers Optimizer::buffers_at(size_t at) const {
+  const AdamWArrayBytes eb = adamw_array_bytes(strategy_.rule);
+  const size_t k = at - begin_;  // into the optimizer's own arrays
+  const auto advance = [](void* p, size_t bytes) {
+    return p ? static_cast<void*>(static_cast<char*>(p) + bytes) : nullptr;
+  };
+  AdamWBuffers buf{};
+  buf.weights = advance(model_.weights(), at * eb.weights);
+  buf.grads = advance(model_.grads(), at * eb.grads);
+  buf.master = advance(master_, k * eb.master);
+  buf.m = advance(m_, k * eb.m);
+  buf.v = advance(v_, k * eb.v);
+  buf.kahan = advance(kahan_, k * eb.kahan);
+  return buf;
+}
+
 void Optimizer::step(uint64_t step, float lr, const AdamWSettings& s, const GradClip* clip,
                      AdamWTelemetry* telemetry) {
   if (step == 0) throw std::invalid_argument("optimizer step is 1-based");
   const AdamWHyper h = make_adamw_hyper(step, lr, s, /*grad_scale=*/1.0f, seed_);
-  const size_t es = dtype_size(model_.dtype());
-  AdamWBuffers buf{};
-  buf.weights = static_cast<char*>(model_.weights()) + begin_ * es;
-  buf.grads = static_cast<char*>(model_.grads()) + begin_ * es;
-  buf.master = master_;
-  buf.m = m_;
-  buf.v = v_;
-  buf.kahan = kahan_;
-  backend_.adamw_step(*plan_, strategy_.rule, buf, h, clip, telemetry);
+  if (telemetry == nullptr) {
+    backend_.adamw_step(*plan_, strategy_.rule, buffers_at(begin_), h, clip, nullptr);
+    return;
+  }
+  // Slots of ranges outside this optimizer's part stay zero.
+  backend_.fill_zero(telemetry, telemetry_slots_ * sizeof(AdamWTelemetry));
+  for (const RangePlan& p : range_plans_) {
+    backend_.adamw_step(*p.plan, strategy_.rule, buffers_at(p.begin), h, clip, telemetry + p.slot);
+  }
 }
 
 std::vector<Optimizer::StateBuffer> Optimizer::state_buffers() const {

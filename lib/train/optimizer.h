@@ -51,10 +51,21 @@ class Optimizer {
   // Enqueues one AdamW step; step is 1-based (bias correction uses it; SR bits
   // too). clip (device, nullable): this step's GradClip (scale and whether to
   // step at all; the settings' grad_clip went into it); without one, the
-  // gradients are used as they are. telemetry (device, nullable): filled with
-  // this step's sums over the optimizer's range.
+  // gradients are used as they are. telemetry (device, nullable): an array of
+  // telemetry_slots() sums, slot r over the part of the layout's group range r
+  // (ParamLayout::group_ranges) this optimizer steps, zeros where it steps none.
+  //
+  // Why group ranges, and not a group index in the kernels: without telemetry
+  // the step is the one fused pass over [begin, end), the hot path as it was;
+  // with telemetry (logging steps only) it is one pass per group range, each
+  // with its own plan and telemetry slot. SR bits are keyed by global element
+  // index, and every element's update reads only its own element, so the
+  // split passes store exactly the bits of the single pass (tested), and the
+  // kernels, CPU and CUDA, stay as they are.
   void step(uint64_t step, float lr, const AdamWSettings& settings, const GradClip* clip,
             AdamWTelemetry* telemetry);
+  // The number of telemetry slots a step fills: the layout's group ranges.
+  size_t telemetry_slots() const { return telemetry_slots_; }
 
   // The extra state, for checkpoints: safetensors names and dtypes, device pointers.
   struct StateBuffer {
@@ -71,7 +82,17 @@ class Optimizer {
   PrecisionStrategy strategy_;
   uint64_t seed_;
   size_t begin_, end_;
-  std::unique_ptr<AdamWPlan> plan_;
+  std::unique_ptr<AdamWPlan> plan_;  // [begin_, end_): steps without telemetry
+  // The group ranges that meet [begin_, end_), clipped to it: steps with telemetry.
+  struct RangePlan {
+    size_t slot;        // index into the layout's group ranges
+    size_t begin, end;  // flat elements
+    std::unique_ptr<AdamWPlan> plan;
+  };
+  std::vector<RangePlan> range_plans_;
+  size_t telemetry_slots_ = 0;
+  // The step's buffers with element 0 at flat index `at` (begin_ <= at < end_).
+  AdamWBuffers buffers_at(size_t at) const;
   void* master_ = nullptr;
   void* m_ = nullptr;
   void* v_ = nullptr;

@@ -22,6 +22,7 @@
 #include "lib/train/checkpoint_io.h"
 #include "lib/train/data_parallel.h"
 #include "lib/train/generate.h"
+#include "lib/train/group_telemetry.h"
 #include "lib/train/memory_check.h"
 #include "lib/train/optimizer.h"
 #include "lib/train/progress.h"
@@ -496,9 +497,10 @@ void Trainer::State::log_step(uint64_t step, const DataParallel::StepTotals& t, 
                {"update_rms", update_rms},
                {"weight_rms", weight_rms},
                {"update_weight_ratio", weight_rms > 0 ? update_rms / weight_rms : 0},
-               {"erased_frac", tel.nonzero ? double(tel.erased) / double(tel.nonzero) : 0},
+               {"erased_frac", erased_fraction(tel)},
                {"m_stalled_frac", tel.n ? double(tel.m_stalled) / double(tel.n) : 0},
                {"v_stalled_frac", tel.n ? double(tel.v_stalled) / double(tel.n) : 0},
+               {"groups", groups_json(t.groups)},
                {"tokens", step * tokens_per_step_},
                {"ms", seconds * 1e3},
                {"comm_ms", comm_seconds * 1e3},

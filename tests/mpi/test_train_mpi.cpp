@@ -405,6 +405,23 @@ TEST(TrainMpi, ZeroOneGivesTheBitsOfPlainDataParallel) {
                                 final_checkpoint(dir / ("zero_" + name), 6)),
               std::vector<std::string>{})
         << name;
+    // The per-group telemetry gathered from the shards: the same counts (so the
+    // same erased fractions); the sums of squares, fp32 within tiles that a
+    // shard boundary cuts differently (kernels/cpu/adamw.h), to ~1e-6.
+    const auto plain = log_records(dir / ("plain_" + name) / (name + ".jsonl"), "step");
+    const auto zero = log_records(dir / ("zero_" + name) / (name + ".jsonl"), "step");
+    ASSERT_EQ(plain.size(), zero.size()) << name;
+    for (size_t k = 0; k < plain.size(); ++k) {
+      ASSERT_EQ(zero[k].at("groups").size(), 5u) << name;
+      for (const auto& [group, p] : plain[k].at("groups").items()) {
+        const auto& z = zero[k]["groups"].at(group);
+        EXPECT_EQ(z.at("erased_frac"), p.at("erased_frac")) << name << " " << group;
+        EXPECT_NEAR(z.at("update_weight_ratio").get<double>(),
+                    p.at("update_weight_ratio").get<double>(),
+                    1e-6 * p.at("update_weight_ratio").get<double>())
+            << name << " " << group;
+      }
+    }
   }
 }
 
