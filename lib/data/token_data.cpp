@@ -1,23 +1,16 @@
 #include "lib/data/token_data.h"
 
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <stdexcept>
 
 #include "lib/data/bin_shard.h"
 #include "lib/util/format.h"
+#include "lib/util/regular_file.h"
 
 namespace srkit {
 
 TokenData load_text_file(const std::string& path) {
-  std::error_code ec;
-  const uintmax_t size = std::filesystem::file_size(path, ec);  // fails for directories too
-  if (ec) throw std::runtime_error("cannot open text file '" + path + "': " + ec.message());
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> bytes(static_cast<size_t>(size));
-  in.read(bytes.data(), std::streamsize(bytes.size()));
-  if (!in) throw std::runtime_error("cannot read text file '" + path + "'");
+  const std::string bytes = RegularFile(path, "text file").read_all();
   if (bytes.empty()) throw std::runtime_error("text file '" + path + "' is empty");
   TokenData out;
   out.tokens.resize(bytes.size());
