@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/sr-audit/read_log.h"
 #include "apps/sr-audit/subcommand.h"
 #include "lib/audit/run_log.h"
 #include "lib/util/atomic_file.h"
@@ -80,7 +81,7 @@ Subcommand add_run_command(CLI::App& parent) {
     std::vector<audit::RunLog> logs;
     std::vector<audit::RunSummary> runs;
     for (const std::string& path : o->logs) {
-      logs.push_back(audit::read_run_log(path));
+      logs.push_back(read_log_showing_warnings(path));
       runs.push_back(audit::summarize(logs.back(), o->windows, o->threshold));
     }
     std::printf("# sr-audit run: %zu log(s)\n\n", runs.size());
