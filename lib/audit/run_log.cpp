@@ -29,7 +29,7 @@ json parse_line(std::string_view line, const std::string& where) {
   } catch (const json::parse_error&) {
     throw MalformedLine{};
   } catch (const json::out_of_range&) {
-    throw std::invalid_argument(where + ": field '" + last_key +
+    throw std::invalid_argument(where + ": field '" + printable(last_key) +
                                 "': number outside the range of a double");
   } catch (const json::exception&) {
     throw MalformedLine{};
@@ -115,7 +115,7 @@ RunLog read_run_log(const std::string& path) {
         std::string_view(text).substr(begin, complete ? newline - begin : std::string::npos);
     begin = complete ? newline + 1 : text.size();
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    const std::string where = path + ":" + std::to_string(n);
+    const std::string where = printable(path) + ":" + std::to_string(n);
     json j;
     try {
       j = parse_line(line, where);
@@ -131,7 +131,7 @@ RunLog read_run_log(const std::string& path) {
     add_record(log, j, where);
   }
   if (log.steps.empty())
-    throw std::invalid_argument(path + ": no step records (not an sr-train log?)");
+    throw std::invalid_argument(printable(path) + ": no step records (not an sr-train log?)");
   return log;
 }
 

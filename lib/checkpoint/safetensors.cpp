@@ -22,8 +22,10 @@ constexpr const char* kMetadataKey = "__metadata__";
 // implementation uses the same 100 MB ceiling.
 constexpr uint64_t kMaxHeaderBytes = 100u << 20;
 
+// Names and keys quoted in `what` come from the file: printable() keeps the
+// message one line whatever they hold.
 std::runtime_error file_error(const std::string& path, const std::string& what) {
-  return std::runtime_error("safetensors file '" + path + "': " + what);
+  return std::runtime_error(printable("safetensors file '" + path + "': " + what));
 }
 
 // Elements of a shape, or false on overflow.

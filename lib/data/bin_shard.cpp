@@ -18,7 +18,7 @@ static_assert(std::endian::native == std::endian::little, "llm.c .bin I/O assume
 namespace {
 
 std::runtime_error shard_error(const std::string& path, const std::string& what) {
-  return std::runtime_error("token shard '" + path + "': " + what);
+  return std::runtime_error("token shard '" + printable(path) + "': " + what);
 }
 
 }  // namespace

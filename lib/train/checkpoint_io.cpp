@@ -127,7 +127,7 @@ CheckpointInfo load_checkpoint(const std::string& path, GPT& model, Optimizer& o
                              ", this run has " + want.dump());
   }
   if (meta.info.strategy != optimizer.strategy().name) {
-    throw std::runtime_error(path + ": checkpoint strategy is '" + meta.info.strategy +
+    throw std::runtime_error(path + ": checkpoint strategy is '" + printable(meta.info.strategy) +
                              "', this run uses '" + optimizer.strategy().name + "'");
   }
   const size_t total = model.layout().total_size();

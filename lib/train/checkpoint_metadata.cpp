@@ -30,7 +30,7 @@ class MetadataParser {
       : meta_(meta), path_(path) {}
 
   [[noreturn]] void fail(const std::string& field, const std::string& what) const {
-    throw std::runtime_error(path_ + ": checkpoint metadata '" + field + "': " + what);
+    throw std::runtime_error(printable(path_ + ": checkpoint metadata '" + field + "': " + what));
   }
 
   const std::string& text(const std::string& field) const {
@@ -119,13 +119,13 @@ CheckpointMetadata parse_checkpoint_metadata(const std::map<std::string, std::st
     throw std::runtime_error(path + ": not an srkit checkpoint (its metadata has no 'format')");
   }
   if (format->second == kFormatWithoutChecksums) {
-    throw std::runtime_error(path + ": checkpoint format '" + format->second +
+    throw std::runtime_error(printable(path) + ": checkpoint format '" + format->second +
                              "' has no tensor checksums; this build reads '" + kFormat +
                              "' only (resume it with the srkit version that wrote it)");
   }
   if (format->second != kFormat) {
-    throw std::runtime_error(path + ": unsupported checkpoint format '" + format->second +
-                             "' (expected '" + kFormat + "')");
+    throw std::runtime_error(printable(path + ": unsupported checkpoint format '" + format->second +
+                                       "' (expected '" + kFormat + "')"));
   }
   const MetadataParser p(meta, path);
   CheckpointMetadata m;

@@ -42,7 +42,7 @@ std::string open_failure(const std::string& path, int error) {
 
 RegularFile::RegularFile(const std::string& path, const std::string& what)
     : path_(path), what_(what) {
-  const std::string prefix = what_ + " '" + path_ + "': ";
+  const std::string prefix = what_ + " '" + printable(path_) + "': ";
   fd_ = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd_ < 0) throw std::runtime_error(prefix + open_failure(path_, errno));
   struct stat st;
@@ -95,7 +95,7 @@ void RegularFile::read_at(uint64_t offset, void* dst, size_t nbytes,
     if (n <= 0) {
       const std::string why =
           n == 0 ? "the file ends early (changed or truncated?)" : std::strerror(errno);
-      throw std::runtime_error(what_ + " '" + path_ + "': " +
+      throw std::runtime_error(what_ + " '" + printable(path_) + "': " +
                                strprintf("cannot read %s (%zu bytes at offset %llu): ",
                                          part.c_str(), nbytes, (unsigned long long)offset) +
                                why);
