@@ -6,7 +6,7 @@ CMAKE_FLAGS ?=
 # libpcre2-dev: the Unicode regex engine of the GPT-2 pre-tokenizer (lib/data/pretokenize.cpp).
 DEB_PACKAGES := cmake g++ make pkg-config libgtest-dev libgmock-dev libbenchmark-dev \
   libcli11-dev nlohmann-json3-dev libopenblas-dev libopenmpi-dev openmpi-bin clang-format \
-  libtbb-dev libpcre2-dev
+  libtbb-dev libpcre2-dev clang libclang-rt-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # The CPU emulation of the CUDA code (docs/cuda-emulation.md): its own build
@@ -14,7 +14,14 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 EMU_BUILD_DIR ?= build-emu
 HIP_CPU_DIR ?=
 
-.PHONY: all deps configure build test test-gpu test-emu gpu-check gpu-bundle run bench format format-check clean
+# The libFuzzer harnesses of the readers (tests/fuzz, docs/reliability.md): clang
+# (libclang-rt-dev has libFuzzer) with ASan and UBSan, in a build folder of
+# their own; each runs FUZZ_SECONDS, one after another, and a finding leaves its
+# reproducer in $(FUZZ_BUILD_DIR)/crashes/NAME/ and fails the target.
+FUZZ_BUILD_DIR ?= build-fuzz
+FUZZ_SECONDS ?= 60
+
+.PHONY: all deps configure build test test-gpu test-emu fuzz gpu-check gpu-bundle run bench format format-check clean
 
 all: build
 
@@ -57,6 +64,12 @@ test-emu: deps
 	  if grep -qE '\*\*\*Skipped|\(Skipped\)' ctest-emu.log; then \
 	    echo "test-emu: tests skipped in the emulation, where every GPU test must run" >&2; exit 1; fi
 
+fuzz: deps
+	cmake -S . -B $(FUZZ_BUILD_DIR) -DSRKIT_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
+	cmake --build $(FUZZ_BUILD_DIR) -j $(JOBS)
+	bash tests/fuzz/run_fuzzers.sh $(FUZZ_BUILD_DIR) $(FUZZ_SECONDS)
+
 # On a GPU machine: CUDA build, GPU tests, CUDA kernel benchmark, a table last.
 gpu-check:
 	bash bench/gpu/run_gpu_checks.sh
@@ -85,4 +98,4 @@ format-check:
 	git ls-files '*.h' '*.cpp' '*.cu' '*.cuh' | xargs clang-format --dry-run --Werror
 
 clean:
-	rm -rf $(BUILD_DIR) $(EMU_BUILD_DIR)
+	rm -rf $(BUILD_DIR) $(EMU_BUILD_DIR) $(FUZZ_BUILD_DIR)

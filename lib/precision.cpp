@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "lib/util/format.h"
+
 namespace srkit {
 namespace {
 
@@ -60,8 +62,10 @@ class SpecParser {
  public:
   explicit SpecParser(const std::string& spec) : spec_(spec) {}
 
+  // The spec and the parts of it quoted in `what` are the user's text: a
+  // control character in them must not break the one-line message.
   [[noreturn]] void fail(const std::string& what) const {
-    throw std::invalid_argument("precision \"" + spec_ + "\": " + what);
+    throw std::invalid_argument(printable("precision \"" + spec_ + "\": " + what));
   }
 
   DType dtype(const std::string& key, const std::string& value) const {

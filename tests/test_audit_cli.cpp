@@ -13,6 +13,7 @@
 #include <string>
 
 #include "lib/util/temp_dir.h"
+#include "tests/special_files.h"
 
 namespace srkit {
 namespace {
@@ -66,6 +67,12 @@ TEST(SrAuditCli, BadInputExitsTwoWithOneLine) {
   std::ofstream(bad_log) << "{\"type\":\"step\",\"step\":1,\"loss\":2}\nnot json\n";
   const std::string empty_log = dir.path() + "/empty.jsonl";
   std::ofstream(empty_log) << "";
+  const std::string overflow_log = dir.path() + "/overflow.jsonl";
+  std::ofstream(overflow_log) << "{\"type\":\"step\",\"step\":1,\"loss\":1e309}\n";
+  const std::string negative_step_log = dir.path() + "/negative.jsonl";
+  std::ofstream(negative_step_log) << "{\"type\":\"step\",\"step\":-5,\"loss\":1}\n";
+  const testing_files::HangGuard guard;
+  const testing_files::SpecialFiles files;
   const std::string cases[] = {
       "accumulate -n 0",
       "accumulate --format fp7",
@@ -84,6 +91,11 @@ TEST(SrAuditCli, BadInputExitsTwoWithOneLine) {
       "run " + bad_log + " --windows 0",
       "plot " + bad_log,
       "plot " + dir.path() + "/missing.jsonl",
+      "run " + overflow_log,
+      "run " + negative_step_log,
+      "run " + files.fifo(),
+      "run " + files.directory(),
+      "plot " + files.fifo(),
       "plot",
       "run",
   };
@@ -93,6 +105,22 @@ TEST(SrAuditCli, BadInputExitsTwoWithOneLine) {
     ASSERT_FALSE(r.out.empty()) << args;
     EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << "one line for '" << args << "': " << r.out;
   }
+}
+
+// A log whose writer was killed mid-line is still read, with one warning on
+// stderr naming the file and line.
+TEST(SrAuditCli, ALogCutOffMidLineIsReadWithAWarning) {
+  TempDir dir("auditcli");
+  const std::string path = dir.path() + "/cut.jsonl";
+  std::ofstream(path) << "{\"type\":\"step\",\"step\":1,\"loss\":5.0}\n"
+                      << "{\"type\":\"step\",\"step\":2,\"loss\":4.5}\n"
+                      << "{\"type\":\"step\",\"st";
+  for (const std::string& command : {std::string("run "), "plot --svg " + dir.path() + "/l.svg "}) {
+    const ProcessResult r = sr_audit(command + path, /*stderr_only=*/true);
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_EQ(r.out, "sr-audit: warning: " + path + ":3: last line incomplete, ignored\n");
+  }
+  EXPECT_NE(sr_audit("run --windows 1 " + path).out.find("| 1-2 |"), std::string::npos);
 }
 
 TEST(SrAuditCli, AccumulateJsonSvgAndDeterminism) {

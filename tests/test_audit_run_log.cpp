@@ -10,6 +10,7 @@
 
 #include "lib/audit/run_log.h"
 #include "lib/util/temp_dir.h"
+#include "tests/special_files.h"
 
 namespace srkit::audit {
 namespace {
@@ -89,7 +90,10 @@ TEST(AuditRunLog, BadInputThrowsNamingFileAndLine) {
       EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << "one line";
     }
   };
-  expect_error("{\"type\":\"step\",\"step\":1,\"loss\":2}\n{\"type\":\"step\"",
+  // Malformed with its newline: the line is complete, so it is an error.
+  expect_error("{\"type\":\"step\",\"step\":1,\"loss\":2}\n{\"type\":\"step\"\n",
+               "bad.jsonl:2: not a JSON");
+  expect_error("{\"type\":\"step\",\"step\":1,\"loss\":2}\nnot json\n{\"type\":\"step\"",
                "bad.jsonl:2: not a JSON");
   expect_error("[1,2]\n", "bad.jsonl:1: expected an object");
   expect_error("{\"step\":1}\n", "expected an object with a string \"type\"");
@@ -99,10 +103,88 @@ TEST(AuditRunLog, BadInputThrowsNamingFileAndLine) {
   expect_error("", "no step records");
   expect_error("{\"type\":\"config\"}\n", "no step records");
   EXPECT_THROW(read_run_log(dir.path() + "/missing.jsonl"), std::invalid_argument);
+  // A last line that parses is a record even without its newline.
+  EXPECT_EQ(read_run_log(write(dir, "nonl.jsonl", "{\"type\":\"step\",\"step\":3,\"loss\":2}"))
+                .steps.at(0)
+                .step,
+            3u);
   const RunLog ok = read_run_log(write(dir, "ok.jsonl", stagnating_log()));
   EXPECT_THROW(summarize(ok, 0, 0.5), std::invalid_argument);
   EXPECT_THROW(summarize(ok, 2, 0.0), std::invalid_argument);
   EXPECT_THROW(summarize(ok, 2, 1.5), std::invalid_argument);
+}
+
+// A writer killed mid-line leaves a last line without its newline: the records
+// before it are kept and a warning names the file and line.
+TEST(AuditRunLog, AnIncompleteLastLineIsIgnoredWithAWarning) {
+  TempDir dir("runlog");
+  const std::string path =
+      write(dir, "cut.jsonl", stagnating_log() + "{\"type\":\"step\",\"step\":9,\"lo");
+  const RunLog log = read_run_log(path);
+  EXPECT_EQ(log.steps.size(), 8u);
+  EXPECT_EQ(log.shadows.size(), 2u);
+  ASSERT_EQ(log.warnings.size(), 1u);
+  EXPECT_EQ(log.warnings[0], path + ":15: last line incomplete, ignored");
+  EXPECT_TRUE(read_run_log(write(dir, "whole.jsonl", stagnating_log())).warnings.empty());
+}
+
+// Numbers a cast to uint64_t cannot hold, and literals beyond the double range,
+// are one-line errors naming the file, line and field (never nlohmann's text).
+TEST(AuditRunLog, OutOfRangeNumbersNameFileLineAndField) {
+  TempDir dir("runlog");
+  const std::string good = "{\"type\":\"step\",\"step\":1,\"loss\":2}\n";
+  struct Case {
+    std::string line, expect;
+  };
+  const Case cases[] = {
+      {R"({"type":"step","step":-5,"loss":1})",
+       "bad.jsonl:2: field 'step': expected a non-negative integer, got -5"},
+      {R"({"type":"step","step":1e300,"loss":1})",
+       "bad.jsonl:2: field 'step': expected a non-negative integer, got 1e+300"},
+      {R"({"type":"step","step":2.5,"loss":1})",
+       "field 'step': expected a non-negative integer, got 2.5"},
+      {R"({"type":"step","step":18446744073709551616,"loss":1})",
+       "field 'step': expected a non-negative integer"},
+      {R"({"type":"step","step":2,"loss":1e309})",
+       "bad.jsonl:2: field 'loss': number outside the range of a double"},
+      {R"({"type":"step","step":2,"loss":1,"lr":-1e400})",
+       "bad.jsonl:2: field 'lr': number outside the range"},
+      {R"({"type":"eval","step":-1,"val_loss":1})", "bad.jsonl:2: field 'step'"},
+      {R"({"type":"shadow","step":1e19,"mean_abs_ulps":1,"max_abs_ulps":1,"rel_drift":0})",
+       "bad.jsonl:2: field 'step'"},
+  };
+  for (const Case& c : cases) {
+    try {
+      read_run_log(write(dir, "bad.jsonl", good + c.line + "\n" + good));
+      ADD_FAILURE() << "no error for " << c.line;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(c.expect), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find("json.exception"), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
+  }
+  // The largest step is fine.
+  EXPECT_EQ(read_run_log(write(dir, "max.jsonl",
+                               R"({"type":"step","step":18446744073709551615,"loss":1e308})"
+                               "\n"))
+                .steps.at(0)
+                .step,
+            18446744073709551615ull);
+}
+
+TEST(AuditRunLog, AnythingButARegularFileIsRefusedSayingWhatItIs) {
+  const testing_files::HangGuard guard;
+  const testing_files::SpecialFiles files;
+  for (const testing_files::SpecialPath& p : files.all()) {
+    try {
+      read_run_log(p.path);
+      ADD_FAILURE() << p.path;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("sr-train log '" + p.path + "': " + p.kind),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "lib/checkpoint/safetensors.h"
 #include "lib/util/temp_dir.h"
 #include "tests/file_size_limit.h"
+#include "tests/special_files.h"
 
 using namespace srkit;
 using ::testing::HasSubstr;
@@ -180,6 +181,19 @@ TEST(Safetensors, ReaderErrors) {
       {"huge_len", std::string("\xff\xff\xff\x00\x00\x00\x00\x00", 8) + "{}", "header length"},
       {"truncated_header", handmade("{" + good_tensor + "}", eight).substr(0, 20), "header length"},
       {"bad_json", handmade("{\"t\": [1, 2", ""), "not valid JSON"},
+      {"duplicate_tensor", handmade("{" + good_tensor + "," + good_tensor + "}", eight),
+       "tensor name 't' appears twice in the header"},
+      {"duplicate_field",
+       handmade(R"({"t":{"dtype":"F32","dtype":"BF16","shape":[2],"data_offsets":[0,8]}})", eight),
+       "key 'dtype' appears twice in the header"},
+      {"duplicate_metadata", handmade(R"({"__metadata__":{"step":"1","step":"2"}})", ""),
+       "key 'step' appears twice in the header"},
+      {"control_characters_in_a_name",
+       handmade(R"({"a\nb\u0001":{"dtype":"U8","shape":[1],"data_offsets":[0,2]}})", "xy"),
+       "tensor 'a\\nb\\x01': 2 bytes but U8 [1] needs 1"},
+      {"duplicate_metadata_block",
+       handmade(R"({"__metadata__":{"a":"1"},"__metadata__":{"b":"2"}})", ""),
+       "'__metadata__' appears twice"},
       {"not_object", handmade("[1, 2]", ""), "not a JSON object"},
       {"meta_not_string", handmade(R"({"__metadata__":{"step":1}})", ""), "'step' is not a string"},
       {"meta_not_object", handmade(R"({"__metadata__":[1]})", ""), "__metadata__ is not an object"},
@@ -220,7 +234,30 @@ TEST(Safetensors, ReaderErrors) {
     EXPECT_EQ(msg.find('\n'), std::string::npos) << c.name << ": " << msg;
   }
   EXPECT_THAT(error_of([&] { SafetensorsReader r(dir.file("missing.safetensors")); }),
-              HasSubstr("missing.safetensors': cannot open"));
+              HasSubstr("missing.safetensors': does not exist"));
+}
+
+TEST(Safetensors, ReaderRefusesAnythingButARegularFileAtOnce) {
+  const testing_files::HangGuard guard;
+  const testing_files::SpecialFiles files;
+  for (const testing_files::SpecialPath& p : files.all()) {
+    EXPECT_THAT(error_of([&] { SafetensorsReader r(p.path); }),
+                HasSubstr("safetensors file '" + p.path + "': " + p.kind));
+  }
+}
+
+// The reader keeps the file it validated open: replacing the path afterwards
+// (a new checkpoint renamed over it) cannot pair this header with other bytes.
+TEST(Safetensors, ReadsTheBytesOfTheFileWhoseHeaderItChecked) {
+  TempDir dir("st");
+  const std::string path = dir.file("ckpt.safetensors");
+  const std::vector<float> first = {1, 2, 3}, second = {4, 5, 6};
+  save_safetensors(path, {{"w", "F32", {3}, first.data(), 12}}, {});
+  const SafetensorsReader r(path);
+  save_safetensors(path, {{"w", "F32", {3}, second.data(), 12}}, {});
+  std::vector<float> got(3);
+  r.read("w", got.data(), 12);
+  EXPECT_EQ(got, first);
 }
 
 TEST(Safetensors, ReadChecksNameAndSize) {

@@ -1,6 +1,7 @@
 // llm.c .bin shards: writer/reader round trip, every validation error, globs.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include "lib/data/token_data.h"
 #include "lib/util/glob.h"
 #include "lib/util/temp_dir.h"
+#include "tests/special_files.h"
 
 using namespace srkit;
 using ::testing::HasSubstr;
@@ -139,11 +141,31 @@ TEST(BinShard, Empty) {
 
 TEST(BinShard, MissingFileAndNoMatch) {
   TempDir dir("bin");
-  EXPECT_THAT(error_of([&] { read_bin_shard(dir.file("nope.bin")); }), HasSubstr("cannot open"));
+  EXPECT_THAT(error_of([&] { read_bin_shard(dir.file("nope.bin")); }),
+              HasSubstr("token shard '" + dir.file("nope.bin") + "': does not exist"));
   EXPECT_THAT(error_of([&] { load_bin_shards(dir.file("nope.bin")); }),
-              HasSubstr("no such file '" + dir.file("nope.bin") + "'"));
+              HasSubstr("token shard '" + dir.file("nope.bin") + "': does not exist"));
   EXPECT_THAT(error_of([&] { load_bin_shards(dir.file("*.bin")); }),
               HasSubstr("no files match '" + dir.file("*.bin") + "'"));
+}
+
+// A FIFO, a directory or a device named as a shard (as --data) is named for
+// what it is, at once: never a hang, never "no such file".
+TEST(BinShard, AnythingButARegularFileIsRefusedSayingWhatItIs) {
+  const testing_files::HangGuard guard;
+  const testing_files::SpecialFiles files;
+  for (const testing_files::SpecialPath& p : files.all()) {
+    const std::string want = "token shard '" + p.path + "': " + p.kind;
+    EXPECT_THAT(error_of([&] { read_bin_shard(p.path); }), HasSubstr(want));
+    EXPECT_THAT(error_of([&] { load_bin_shards(p.path); }), HasSubstr(want));
+  }
+  const std::string fifo_bin = files.directory() + "/f.bin";
+  ASSERT_EQ(::mkfifo(fifo_bin.c_str(), 0600), 0);
+  EXPECT_THAT(error_of([&] { load_tokens(fifo_bin); }),
+              HasSubstr("token shard '" + fifo_bin + "': is a FIFO"));
+  // A pattern skips what is not a regular file (here: matches nothing else).
+  EXPECT_THAT(error_of([&] { load_bin_shards(files.directory() + "/*.bin"); }),
+              HasSubstr("no files match"));
 }
 
 TEST(BinShard, GlobConcatenatesInSortedOrder) {

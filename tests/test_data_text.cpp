@@ -9,6 +9,7 @@
 
 #include "lib/data/token_data.h"
 #include "lib/util/temp_dir.h"
+#include "tests/special_files.h"
 
 using namespace srkit;
 using ::testing::HasSubstr;
@@ -52,15 +53,29 @@ TEST(TextData, Errors) {
     load_text_file(dir.file("missing.txt"));
     FAIL();
   } catch (const std::runtime_error& e) {
-    EXPECT_THAT(e.what(), HasSubstr("cannot open text file '" + dir.file("missing.txt") + "'"));
+    EXPECT_THAT(e.what(), HasSubstr("text file '" + dir.file("missing.txt") + "': does not exist"));
   }
-  EXPECT_THROW(load_text_file(dir.path()), std::runtime_error);  // a directory
   const std::string empty = write_file(dir, "empty.txt", "");
   try {
     load_tokens(empty);
     FAIL();
   } catch (const std::runtime_error& e) {
     EXPECT_THAT(e.what(), HasSubstr("'" + empty + "' is empty"));
+  }
+}
+
+TEST(TextData, AnythingButARegularFileIsRefusedSayingWhatItIs) {
+  const testing_files::HangGuard guard;
+  const testing_files::SpecialFiles files;
+  for (const testing_files::SpecialPath& p : files.all()) {
+    for (auto load : {load_text_file, load_tokens}) {
+      try {
+        load(p.path);
+        ADD_FAILURE() << p.path;
+      } catch (const std::runtime_error& e) {
+        EXPECT_THAT(e.what(), HasSubstr("text file '" + p.path + "': " + p.kind));
+      }
+    }
   }
 }
 

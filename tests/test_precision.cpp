@@ -180,4 +180,24 @@ TEST(Precision, AmpIsFp32StorageWithBf16Compute) {
   expect_rejected("amp:compute=f16", "compute must be f32 or bf16");
 }
 
+// Found by fuzzing (tests/fuzz/corpus/strategy_spec/control_characters): the
+// spec is quoted in the error, and a newline in it broke the one-line message.
+TEST(Precision, ControlCharactersInASpecKeepTheErrorOneLine) {
+  for (const char* spec : {"bf16\nsr", "bf16:w=\x01\n", "bf16:\tk\r=v"}) {
+    try {
+      strategy_from_string(spec);
+      ADD_FAILURE() << spec;
+    } catch (const std::invalid_argument& e) {
+      const std::string msg = e.what();
+      EXPECT_EQ(msg.find_first_of("\n\r\t\x01"), std::string::npos) << msg;
+    }
+  }
+  try {
+    strategy_from_string("bf16\nsr");
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("precision \"bf16\\nsr\": unknown preset", 0), 0u)
+        << e.what();
+  }
+}
+
 }  // namespace

@@ -11,6 +11,7 @@
 #include <regex>
 #include <string>
 
+#include "lib/train/checkpoint_io.h"
 #include "lib/util/build_info.h"
 #include "tests/test_paths.h"
 
@@ -80,4 +81,9 @@ TEST(Provenance, TheLogHeaderRecordsBuildHostBackendAndConfig) {
   EXPECT_THAT(p.at("backend").get<std::string>(), HasSubstr("CPU"));
   EXPECT_EQ(p.at("world_size"), 1);
   EXPECT_EQ(header.at("config").at("seq_len"), 16);
+
+  // The checkpoint carries the same record.
+  const srkit::CheckpointInfo info =
+      srkit::read_checkpoint_info(srkit::resolve_checkpoint((dir / "ckpt-bf16-sr").string()));
+  EXPECT_EQ(info.provenance, p);
 }

@@ -1,6 +1,7 @@
 // sr-train as a user runs it: exit codes, one-line errors naming the culprit,
 // the JSONL log, --compare's table and JSON, and SIGTERM checkpointing.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <string>
 
 #include "tests/bpe_test_tokenizer.h"
+#include "tests/special_files.h"
 #include "tests/test_paths.h"
 
 namespace {
@@ -302,5 +304,35 @@ TEST(SrTrainCli, BadTokenizerIsOneLineNamingTheFlag) {
     EXPECT_EQ(count_lines(r.output), 1) << c.args << "\n" << r.output;
     EXPECT_NE(r.output.find(c.expect), std::string::npos) << c.args << "\n" << r.output;
     EXPECT_NE(r.output.find("--tokenizer"), std::string::npos) << r.output;
+  }
+}
+
+// --data, --val-data and --resume given a FIFO (which would block a plain open
+// or read forever), a directory or a device: one line naming the path and what
+// it is, exit 2, at once.
+TEST(SrTrainCli, InputsThatAreNotRegularFilesAreNamedNotHungOn) {
+  const srkit::testing_files::HangGuard guard(60);
+  const srkit::testing_files::SpecialFiles files;
+  const fs::path dir = fresh_dir("special");
+  const std::string out = " --out " + dir.string();
+  const std::string fifo_bin = files.directory() + "/shard.bin";
+  ASSERT_EQ(::mkfifo(fifo_bin.c_str(), 0600), 0);
+  struct Case {
+    std::string args, expect;
+  };
+  const Case cases[] = {
+      {"--resume " + files.fifo(), "--resume '" + files.fifo() + "': is a FIFO"},
+      {"--resume /dev/null", "--resume '/dev/null': is a character device"},
+      {"--data " + files.fifo(), "text file '" + files.fifo() + "': is a FIFO"},
+      {"--data " + fifo_bin, "token shard '" + fifo_bin + "': is a FIFO"},
+      {"--data " + files.directory(), "text file '" + files.directory() + "': is a directory"},
+      {"--data " + files.missing() + ".bin",
+       "token shard '" + files.missing() + ".bin': does not exist"},
+  };
+  for (const Case& c : cases) {
+    const Result r = run(kTiny + out + " --steps 1 " + c.args);
+    EXPECT_EQ(r.code, 2) << c.args << "\n" << r.output;
+    EXPECT_EQ(count_lines(r.output), 1) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.expect), std::string::npos) << c.args << "\n" << r.output;
   }
 }

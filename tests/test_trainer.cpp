@@ -349,19 +349,6 @@ TEST(ReplicaAudit, UlpDistanceCountsRepresentableValues) {
   EXPECT_EQ(d.max_index, 1u);
 }
 
-TEST(ReplicaAudit, ChecksumIsFnv1aOverWords) {
-  EXPECT_EQ(checksum_bytes(nullptr, 0), 0xcbf29ce484222325ull);  // the FNV offset basis
-  std::vector<unsigned char> bytes(1003);
-  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<unsigned char>(i * 7);
-  const uint64_t h = checksum_bytes(bytes.data(), bytes.size());
-  EXPECT_EQ(checksum_bytes(bytes.data(), bytes.size()), h);
-  for (size_t at : {size_t(0), size_t(500), size_t(1002)}) {  // a word, and a trailing byte
-    std::vector<unsigned char> flipped = bytes;
-    flipped[at] ^= 1;
-    EXPECT_NE(checksum_bytes(flipped.data(), flipped.size()), h) << at;
-  }
-}
-
 TEST(TrainConfig, TokensAndStepsCountTheGlobalBatch) {
   TrainConfig c;
   c.batch = 4;

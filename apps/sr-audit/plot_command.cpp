@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "apps/common/flag_checks.h"
+#include "apps/sr-audit/read_log.h"
 #include "apps/sr-audit/subcommand.h"
 #include "lib/audit/run_log.h"
 #include "lib/util/atomic_file.h"
@@ -50,7 +51,7 @@ Subcommand add_plot_command(CLI::App& parent) {
         "| run | strategy | steps | final loss | min loss | final val loss |\n"
         "|---|---|---:|---:|---:|---:|\n";
     for (const std::string& path : o->logs) {
-      const audit::RunLog log = audit::read_run_log(path);
+      const audit::RunLog log = read_log_showing_warnings(path);
       svg::Series train{log.strategy + " loss", {}, {}}, val{log.strategy + " val", {}, {}};
       double min_loss = log.steps.front().loss;
       for (const audit::StepRecord& r : log.steps) {

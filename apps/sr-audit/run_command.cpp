@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "apps/common/flag_checks.h"
+#include "apps/sr-audit/read_log.h"
 #include "apps/sr-audit/subcommand.h"
 #include "lib/audit/group_charts.h"
 #include "lib/audit/run_log.h"
@@ -90,7 +91,7 @@ Subcommand add_run_command(CLI::App& parent) {
     std::vector<audit::RunLog> logs;
     std::vector<audit::RunSummary> runs;
     for (const std::string& path : o->logs) {
-      logs.push_back(audit::read_run_log(path));
+      logs.push_back(read_log_showing_warnings(path));
       runs.push_back(audit::summarize(logs.back(), o->windows, o->threshold));
     }
     // Before any output: a log without per-group telemetry is bad input.

@@ -4,13 +4,39 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <string_view>
 
 #include "lib/util/format.h"
+#include "lib/util/regular_file.h"
 
 namespace srkit::audit {
 namespace {
 
 using nlohmann::json;
+
+// A line that is not JSON; read_run_log decides whether it is an error.
+struct MalformedLine {};
+
+// The field a number belongs to is only known while parsing: nlohmann rejects
+// a literal beyond the double range (1e309) during the parse, so the parser's
+// callback remembers the last key read to name it.
+json parse_line(std::string_view line, const std::string& where) {
+  std::string last_key;
+  auto remember_key = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::key) last_key = parsed.get<std::string>();
+    return true;
+  };
+  try {
+    return json::parse(line, remember_key);
+  } catch (const json::parse_error&) {
+    throw MalformedLine{};
+  } catch (const json::out_of_range&) {
+    throw std::invalid_argument(where + ": field '" + printable(last_key) +
+                                "': number outside the range of a double");
+  } catch (const json::exception&) {
+    throw MalformedLine{};
+  }
+}
 
 // A required number; the error names the file, line and field.
 double number(const json& j, const char* field, const std::string& where) {
@@ -19,6 +45,20 @@ double number(const json& j, const char* field, const std::string& where) {
     throw std::invalid_argument(where + ": missing numeric field '" + field + "'");
   }
   return it->get<double>();
+}
+
+// A required step count: a JSON integer in [0, 2^64). A negative, fractional or
+// huge value (-5, 2.5, 1e300) would not survive the cast to uint64_t.
+uint64_t step_number(const json& j, const char* field, const std::string& where) {
+  const auto it = j.find(field);
+  if (it == j.end() || !it->is_number()) {
+    throw std::invalid_argument(where + ": missing numeric field '" + field + "'");
+  }
+  if (!it->is_number_unsigned()) {
+    throw std::invalid_argument(where + ": field '" + field +
+                                "': expected a non-negative integer, got " + it->dump());
+  }
+  return it->get<uint64_t>();
 }
 
 // Telemetry fields older logs may lack default to 0.
@@ -50,52 +90,72 @@ std::vector<GroupStepRecord> groups(const json& j, const std::string& where) {
 
 std::string pct(double f) { return strprintf("%.1f%%", 100 * f); }
 
+void add_record(RunLog& log, const json& j, const std::string& where) {
+  if (!j.is_object() || !j.contains("type") || !j["type"].is_string()) {
+    throw std::invalid_argument(where + ": expected an object with a string \"type\"");
+  }
+  const std::string type = j["type"];
+  if (type == "config") {
+    const json& c = j.contains("config") ? j["config"] : j;
+    if (c.is_object() && c.contains("strategy") && c["strategy"].is_string())
+      log.strategy = c["strategy"];
+  } else if (type == "step") {
+    StepRecord s;
+    s.step = step_number(j, "step", where);
+    s.loss = number(j, "loss", where);
+    s.lr = optional_number(j, "lr");
+    s.grad_norm = optional_number(j, "grad_norm");
+    s.update_weight_ratio = optional_number(j, "update_weight_ratio");
+    s.erased_frac = optional_number(j, "erased_frac");
+    s.m_stalled_frac = optional_number(j, "m_stalled_frac");
+    s.v_stalled_frac = optional_number(j, "v_stalled_frac");
+    s.groups = groups(j, where);
+    log.steps.push_back(s);
+  } else if (type == "eval") {
+    log.evals.push_back({step_number(j, "step", where), number(j, "val_loss", where)});
+  } else if (type == "shadow") {
+    log.shadows.push_back({step_number(j, "step", where), number(j, "mean_abs_ulps", where),
+                           number(j, "max_abs_ulps", where), number(j, "rel_drift", where)});
+  }
+}
+
 }  // namespace
 
 RunLog read_run_log(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::invalid_argument(path + ": cannot read (expected an sr-train JSONL log)");
+  std::string text;
+  try {
+    text = RegularFile(path, "sr-train log").read_all();
+  } catch (const std::runtime_error& e) {
+    throw std::invalid_argument(e.what());  // a path the user named: bad input
+  }
   RunLog log;
   log.path = path;
   log.strategy = "?";
-  std::string line;
-  for (size_t n = 1; std::getline(in, line); ++n) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string where = path + ":" + std::to_string(n);
+  size_t begin = 0;
+  for (size_t n = 1; begin < text.size(); ++n) {
+    const size_t newline = text.find('\n', begin);
+    const bool complete = newline != std::string::npos;
+    const std::string_view line =
+        std::string_view(text).substr(begin, complete ? newline - begin : std::string::npos);
+    begin = complete ? newline + 1 : text.size();
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    const std::string where = printable(path) + ":" + std::to_string(n);
     json j;
     try {
-      j = json::parse(line);
-    } catch (const json::parse_error&) {
+      j = parse_line(line, where);
+    } catch (const MalformedLine&) {
+      // A writer killed mid-line leaves a last line without its newline: the
+      // records before it are good, so the log is still readable.
+      if (!complete) {
+        log.warnings.push_back(where + ": last line incomplete, ignored");
+        break;
+      }
       throw std::invalid_argument(where + ": not a JSON object (malformed JSONL)");
     }
-    if (!j.is_object() || !j.contains("type") || !j["type"].is_string()) {
-      throw std::invalid_argument(where + ": expected an object with a string \"type\"");
-    }
-    const std::string type = j["type"];
-    if (type == "config") {
-      const json& c = j.contains("config") ? j["config"] : j;
-      if (c.contains("strategy") && c["strategy"].is_string()) log.strategy = c["strategy"];
-    } else if (type == "step") {
-      StepRecord s;
-      s.step = uint64_t(number(j, "step", where));
-      s.loss = number(j, "loss", where);
-      s.lr = optional_number(j, "lr");
-      s.grad_norm = optional_number(j, "grad_norm");
-      s.update_weight_ratio = optional_number(j, "update_weight_ratio");
-      s.erased_frac = optional_number(j, "erased_frac");
-      s.m_stalled_frac = optional_number(j, "m_stalled_frac");
-      s.v_stalled_frac = optional_number(j, "v_stalled_frac");
-      s.groups = groups(j, where);
-      log.steps.push_back(s);
-    } else if (type == "eval") {
-      log.evals.push_back({uint64_t(number(j, "step", where)), number(j, "val_loss", where)});
-    } else if (type == "shadow") {
-      log.shadows.push_back({uint64_t(number(j, "step", where)), number(j, "mean_abs_ulps", where),
-                             number(j, "max_abs_ulps", where), number(j, "rel_drift", where)});
-    }
+    add_record(log, j, where);
   }
   if (log.steps.empty())
-    throw std::invalid_argument(path + ": no step records (not an sr-train log?)");
+    throw std::invalid_argument(printable(path) + ": no step records (not an sr-train log?)");
   return log;
 }
 

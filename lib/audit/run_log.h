@@ -37,14 +37,21 @@ struct RunLog {
   std::vector<StepRecord> steps;
   std::vector<EvalRecord> evals;
   std::vector<ShadowRecord> shadows;
+  // Problems that did not stop the read, one line each naming the file (a last
+  // line cut short by a killed writer); the caller shows them.
+  std::vector<std::string> warnings;
 };
 
-// Reads one log. Lines of other types are skipped; a line that is not a JSON
-// object, or a known type missing a numeric field, is an error. A step's
-// "groups", when present, must be an object of objects with numeric
-// erased_frac in [0, 1] and update_weight_ratio >= 0. Throws
-// std::invalid_argument "PATH:LINE: what" (or "PATH: cannot read", "PATH: no
-// step records") so bad input exits with code 2.
+// Reads one log (a regular file only: lib/util/regular_file.h). Lines of other
+// types are skipped; a line that is not JSON, or a known type missing a numeric
+// field, is an error. Steps must be integers in [0, 2^64); a number beyond the
+// double range (1e309) is an error naming its field. A step's "groups", when
+// present, must be an object of objects with numeric erased_frac in [0, 1] and
+// update_weight_ratio >= 0. A last line that has no newline and does not parse
+// (the writer was killed mid-line) is dropped with a warning in
+// RunLog::warnings. Throws std::invalid_argument "PATH:LINE: what" (or "sr-train
+// log 'PATH': is a directory", "PATH: no step records") so bad input exits with
+// code 2.
 RunLog read_run_log(const std::string& path);
 
 // Telemetry averaged over one window of steps.

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
@@ -11,6 +9,7 @@
 #include "lib/checkpoint/float_tensors.h"
 #include "lib/util/atomic_file.h"
 #include "lib/util/format.h"
+#include "lib/util/regular_file.h"
 
 namespace srkit {
 
@@ -24,8 +23,10 @@ constexpr const char* kMetadataKey = "__metadata__";
 // implementation uses the same 100 MB ceiling.
 constexpr uint64_t kMaxHeaderBytes = 100u << 20;
 
+// Names and keys quoted in `what` come from the file: printable() keeps the
+// message one line whatever they hold.
 std::runtime_error file_error(const std::string& path, const std::string& what) {
-  return std::runtime_error("safetensors file '" + path + "': " + what);
+  return std::runtime_error(printable("safetensors file '" + path + "': " + what));
 }
 
 // Elements of a shape, or false on overflow.
@@ -45,6 +46,36 @@ std::string shape_string(const std::vector<int64_t>& shape) {
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
 }
+
+namespace {
+
+// A key given twice in one JSON object; depth 1 is the header's own object.
+struct DuplicateKey {
+  std::string key;
+  size_t depth;
+};
+
+// nlohmann keeps the last of two equal keys without a word, so a header naming
+// one tensor twice would lose a tensor silently. The parser's callback sees
+// every key as it is read; one set of seen keys per open object finds repeats.
+nlohmann::json parse_header_json(const std::string& text) {
+  std::vector<std::set<std::string>> open_objects;
+  auto check_keys = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    if (event == Event::object_start) {
+      open_objects.emplace_back();
+    } else if (event == Event::object_end) {
+      open_objects.pop_back();
+    } else if (event == Event::key &&
+               !open_objects.back().insert(parsed.get<std::string>()).second) {
+      throw DuplicateKey{parsed.get<std::string>(), open_objects.size()};
+    }
+    return true;
+  };
+  return nlohmann::json::parse(text, check_keys);
+}
+
+}  // namespace
 
 size_t safetensors_dtype_size(const std::string& dtype) {
   static const std::map<std::string, size_t> kSizes = {
@@ -100,19 +131,15 @@ void save_safetensors(const std::string& path, const std::vector<TensorRef>& ten
   w.commit();
 }
 
-SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw file_error(path, "cannot open");
-  std::error_code ec;
-  const uint64_t file_size = std::filesystem::file_size(path, ec);
-  if (ec) throw file_error(path, "cannot stat: " + ec.message());
+SafetensorsReader::SafetensorsReader(const std::string& path)
+    : path_(path), file_(path, "safetensors file") {
+  const uint64_t file_size = file_.size();
   if (file_size < 8) {
     throw file_error(path, strprintf("truncated: %llu bytes, shorter than the 8-byte header length",
                                      (unsigned long long)file_size));
   }
   uint64_t header_len = 0;
-  in.read(reinterpret_cast<char*>(&header_len), sizeof(header_len));
-  if (!in) throw file_error(path, "cannot read the header length");
+  file_.read_at(0, &header_len, sizeof(header_len), "the header length");
   if (header_len > file_size - 8 || header_len > kMaxHeaderBytes) {
     throw file_error(
         path, strprintf("header length %llu exceeds the %llu bytes after it "
@@ -120,16 +147,19 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
                         (unsigned long long)header_len, (unsigned long long)(file_size - 8)));
   }
   std::string text(header_len, '\0');
-  in.read(text.data(), std::streamsize(header_len));
-  if (!in) throw file_error(path, "cannot read the header");
+  file_.read_at(8, text.data(), text.size(), "the header");
   data_start_ = 8 + header_len;
   const uint64_t buffer_size = file_size - data_start_;
 
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+    header = parse_header_json(text);
+  } catch (const nlohmann::json::exception& e) {
     throw file_error(path, std::string("header is not valid JSON: ") + e.what());
+  } catch (const DuplicateKey& d) {
+    const bool tensor_name = d.depth == 1 && d.key != kMetadataKey;
+    throw file_error(
+        path, (tensor_name ? "tensor name '" : "key '") + d.key + "' appears twice in the header");
   }
   if (!header.is_object()) throw file_error(path, "header is not a JSON object");
 
@@ -241,12 +271,7 @@ void SafetensorsReader::read(const std::string& name, void* dst, size_t nbytes) 
                                       shape_string(e.info.shape).c_str(), nbytes));
   }
   if (nbytes == 0) return;
-  std::ifstream in(path_, std::ios::binary);
-  if (!in) throw file_error(path_, "cannot reopen to read tensor '" + name + "'");
-  in.seekg(std::streamoff(data_start_ + e.begin));
-  in.read(static_cast<char*>(dst), std::streamsize(nbytes));
-  if (!in)
-    throw file_error(path_, "cannot read tensor '" + name + "' (file changed or truncated?)");
+  file_.read_at(data_start_ + e.begin, dst, nbytes, "tensor '" + name + "'");
 }
 
 void SafetensorsReader::read_as(const std::string& name, DType dtype, void* dst,

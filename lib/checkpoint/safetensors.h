@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kernels/common/dtype.h"
+#include "lib/util/regular_file.h"
 
 namespace srkit {
 
@@ -44,10 +45,14 @@ void save_safetensors(const std::string& path, const std::vector<TensorRef>& ten
 
 class SafetensorsReader {
  public:
-  // Reads and validates the header: 8-byte length within the file, JSON object,
-  // metadata string -> string, known dtypes, non-negative shapes, offsets in
-  // range with end - begin = dtype size * elements, and tensors covering the
-  // data buffer with no gap or overlap. Errors are one line naming the file.
+  // Opens path (a regular file only: lib/util/regular_file.h) and reads and
+  // validates the header: 8-byte length within the file, JSON object with no
+  // key given twice in one object (so no tensor name twice), metadata string ->
+  // string, known dtypes, non-negative shapes, offsets in range with end -
+  // begin = dtype size * elements, and tensors covering the data buffer with no
+  // gap or overlap. Errors are one line naming the file. The file stays open,
+  // so read() takes its bytes from the file whose header was checked even if
+  // the path is replaced meanwhile.
   explicit SafetensorsReader(const std::string& path);
 
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
@@ -79,6 +84,7 @@ class SafetensorsReader {
   const Entry& entry(const std::string& name) const;
 
   std::string path_;
+  RegularFile file_;
   uint64_t data_start_ = 0;  // file offset of the data buffer: 8 + N
   std::map<std::string, std::string> metadata_;
   std::map<std::string, Entry> tensors_;

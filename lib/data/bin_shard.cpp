@@ -2,15 +2,14 @@
 
 #include <algorithm>
 #include <bit>
-#include <cstdio>
-#include <filesystem>
 #include <limits>
-#include <memory>
 #include <stdexcept>
 
 #include "lib/util/atomic_file.h"
 #include "lib/util/format.h"
 #include "lib/util/glob.h"
+#include "lib/util/regular_file.h"
+#include "lib/util/stop_signal.h"
 
 namespace srkit {
 
@@ -19,30 +18,22 @@ static_assert(std::endian::native == std::endian::little, "llm.c .bin I/O assume
 
 namespace {
 
-struct FileCloser {
-  void operator()(std::FILE* f) const { std::fclose(f); }
-};
-
 std::runtime_error shard_error(const std::string& path, const std::string& what) {
-  return std::runtime_error("token shard '" + path + "': " + what);
+  return std::runtime_error("token shard '" + printable(path) + "': " + what);
 }
 
 }  // namespace
 
 std::vector<uint16_t> read_bin_shard(const std::string& path) {
-  std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "rb"));
-  if (!f) throw shard_error(path, "cannot open");
-  std::error_code ec;
-  const uintmax_t size = std::filesystem::file_size(path, ec);
-  if (ec) throw shard_error(path, "cannot stat: " + ec.message());
+  const RegularFile file(path, "token shard");
+  const uintmax_t size = file.size();
   if (size == 0) throw shard_error(path, "file is empty (expected a 1024-byte llm.c header)");
   if (size < kBinHeaderBytes) {
     throw shard_error(
         path, strprintf("file has %ju bytes, shorter than the 1024-byte llm.c header", size));
   }
   int32_t header[kBinHeaderInts];
-  if (std::fread(header, sizeof(int32_t), kBinHeaderInts, f.get()) != kBinHeaderInts)
-    throw shard_error(path, "cannot read the header");
+  file.read_at(0, header, sizeof(header), "the header");
   if (header[0] != kBinMagic)
     throw shard_error(path, strprintf("bad magic %d (expected %d)", header[0], kBinMagic));
   if (header[1] != kBinVersion) {
@@ -62,8 +53,7 @@ std::vector<uint16_t> read_bin_shard(const std::string& path) {
                                       size - expected, count, expected));
   }
   std::vector<uint16_t> tokens(static_cast<size_t>(count));
-  if (std::fread(tokens.data(), sizeof(uint16_t), tokens.size(), f.get()) != tokens.size())
-    throw shard_error(path, "cannot read the tokens");
+  file.read_at(kBinHeaderBytes, tokens.data(), tokens.size() * sizeof(uint16_t), "the tokens");
   return tokens;
 }
 
@@ -71,6 +61,7 @@ TokenData load_bin_shards(const std::string& pattern) {
   const std::vector<std::string> files = glob_files(pattern);
   TokenData out;
   for (const std::string& file : files) {
+    throw_if_stopped("loading the data");  // between shards: a long load stops promptly
     const std::vector<uint16_t> shard = read_bin_shard(file);
     out.tokens.insert(out.tokens.end(), shard.begin(), shard.end());
   }

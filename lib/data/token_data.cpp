@@ -1,32 +1,38 @@
 #include "lib/data/token_data.h"
 
+#include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <stdexcept>
 
 #include "lib/data/bin_shard.h"
 #include "lib/util/format.h"
+#include "lib/util/regular_file.h"
+#include "lib/util/stop_signal.h"
 
 namespace srkit {
 
 std::string read_text_file(const std::string& path) {
-  std::error_code ec;
-  const uintmax_t size = std::filesystem::file_size(path, ec);  // fails for directories too
-  if (ec) throw std::runtime_error("cannot open text file '" + path + "': " + ec.message());
-  std::ifstream in(path, std::ios::binary);
-  std::string bytes(static_cast<size_t>(size), '\0');
-  in.read(bytes.data(), std::streamsize(bytes.size()));
-  if (!in) throw std::runtime_error("cannot read text file '" + path + "'");
+  std::string bytes = RegularFile(path, "text file").read_all();
   if (bytes.empty()) throw std::runtime_error("text file '" + path + "' is empty");
   return bytes;
 }
 
+// Byte tokens straight from the file, a chunk at a time: the text is never held
+// whole beside its tokens (2 bytes of memory per byte of text, not 3), and a
+// stop signal ends a long read between chunks.
 TokenData load_text_file(const std::string& path) {
-  const std::string bytes = read_text_file(path);
+  const RegularFile file(path, "text file");
+  if (file.size() == 0) throw std::runtime_error("text file '" + path + "' is empty");
   TokenData out;
-  out.tokens.resize(bytes.size());
-  for (size_t i = 0; i < bytes.size(); ++i) out.tokens[i] = static_cast<unsigned char>(bytes[i]);
+  out.tokens.resize(file.size());
+  std::vector<unsigned char> chunk(std::min<uint64_t>(file.size(), uint64_t(16) << 20));
+  for (uint64_t at = 0; at < file.size(); at += chunk.size()) {
+    throw_if_stopped("loading the data");
+    const size_t n = size_t(std::min<uint64_t>(chunk.size(), file.size() - at));
+    file.read_at(at, chunk.data(), n, "its text");
+    std::copy(chunk.begin(), chunk.begin() + std::ptrdiff_t(n),
+              out.tokens.begin() + std::ptrdiff_t(at));
+  }
   out.vocab_size = 256;
   out.source = path;
   return out;

@@ -1,7 +1,5 @@
 #include "lib/train/checkpoint_io.h"
 
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
 #include <vector>
@@ -9,11 +7,13 @@
 #include "lib/checkpoint/checkpoint_dir.h"
 #include "lib/checkpoint/float_tensors.h"
 #include "lib/checkpoint/safetensors.h"
+#include "lib/checkpoint/value_check.h"
+#include "lib/util/checksum.h"
+#include "lib/util/format.h"
+#include "lib/util/regular_file.h"
 
 namespace srkit {
 namespace {
-
-constexpr const char* kFormat = "srkit-checkpoint-1";
 
 std::string st_dtype(DType d) { return safetensors_dtype_of(d); }
 
@@ -41,25 +41,66 @@ GPTConfig model_from_json(const std::string& path, const std::string& text) {
   }
 }
 
-// Every weight tensor of the file into `flat`, a host image of the flat buffer
-// of `layout` in dtype; each must have that dtype and its layout shape.
-void read_weights(const SafetensorsReader& reader, const ParamLayout& layout, DType dtype,
-                  char* flat) {
-  const size_t es = dtype_size(dtype);
-  for (const ParamTensor& t : layout.tensors()) {
-    const SafetensorsReader::Info ti = reader.info(t.name);
-    if (ti.dtype != st_dtype(dtype) || ti.shape != t.shape) {
-      throw std::runtime_error(reader.path() + ": tensor " + t.name + " has dtype " + ti.dtype +
-                               " and a different shape than this model expects");
-    }
-    reader.read(t.name, flat + t.offset * es, t.count * es);
-  }
-}
-
 std::vector<char> device_to_host(Backend& backend, const void* src, size_t bytes) {
   std::vector<char> host(bytes);
   backend.copy_to_host(host.data(), src, bytes);
   return host;
+}
+
+// A tensor's bytes must hash to the checksum saved with them: a torn or mixed
+// file (one run's header, another's bytes) fails here, naming the tensor.
+void verify_checksum(const std::string& path, const CheckpointMetadata& meta,
+                     const std::string& name, const void* bytes, size_t nbytes) {
+  const auto it = meta.checksums.find(name);
+  if (it == meta.checksums.end()) {
+    throw std::runtime_error(path + ": tensor '" + name + "' has no checksum in the metadata");
+  }
+  const uint64_t have = checksum_bytes(bytes, nbytes);
+  if (have != it->second) {
+    throw std::runtime_error(path + ": tensor '" + name + "' does not match its checksum (saved " +
+                             checksum_hex(it->second) + ", bytes hash to " + checksum_hex(have) +
+                             "): the file is corrupt or was mixed from two writes");
+  }
+}
+
+// Weights and optimizer state must be finite (v also >= 0). `non_negative`
+// is for Adam's second moment.
+void verify_values(const std::string& path, const std::string& name, DType dtype, const void* bytes,
+                   size_t count, bool non_negative) {
+  const size_t bad = first_bad_value(dtype, bytes, count, non_negative);
+  if (bad == count) return;
+  const bool non_finite =
+      dtype == DType::kF32 ? (static_cast<const uint32_t*>(bytes)[bad] & 0x7f800000u) == 0x7f800000u
+                           : (static_cast<const uint16_t*>(bytes)[bad] & 0x7f80) == 0x7f80;
+  throw std::runtime_error(
+      path + ": tensor '" + name + "' holds " + (non_finite ? "a NaN or Inf" : "a negative value") +
+      strprintf(" at index %zu", bad) + (non_finite ? "" : " (Adam's second moment must be >= 0)"));
+}
+
+// The optimizer state buffers whose values are floats, and which of them must
+// be non-negative. master_rem16 holds the low bits of fp32 masters: any bits.
+bool state_is_float(const std::string& dtype) { return dtype == "F32" || dtype == "BF16"; }
+bool state_is_non_negative(const std::string& name) { return name == "adam_v"; }
+
+// Every weight tensor of the file into `flat`, a host image of the flat buffer
+// of `layout` in dtype; each must have that dtype and its layout shape, hash to
+// its saved checksum and hold finite values.
+void read_weights(const SafetensorsReader& reader, const CheckpointMetadata& meta,
+                  const ParamLayout& layout, DType dtype, char* flat) {
+  const std::string& path = reader.path();
+  const size_t es = dtype_size(dtype);
+  for (const ParamTensor& t : layout.tensors()) {
+    if (!reader.has(t.name)) throw std::runtime_error(path + ": missing tensor " + t.name);
+    const SafetensorsReader::Info ti = reader.info(t.name);
+    if (ti.dtype != st_dtype(dtype) || ti.shape != t.shape) {
+      throw std::runtime_error(path + ": tensor " + t.name + " has dtype " + ti.dtype +
+                               " and a different shape than this model expects");
+    }
+    char* dst = flat + t.offset * es;
+    reader.read(t.name, dst, t.count * es);
+    verify_checksum(path, meta, t.name, dst, t.count * es);
+    verify_values(path, t.name, dtype, dst, t.count, false);
+  }
 }
 
 }  // namespace
@@ -84,6 +125,10 @@ void save_checkpoint(const std::string& path, GPT& model, const std::vector<Host
     tensors.push_back(TensorRef{t.name, st_dtype(model.dtype()), t.shape,
                                 weights.data() + t.offset * es, t.count * es});
   }
+  CheckpointMetadata meta;
+  meta.info = info;
+  meta.model = model_json(model.config());
+  meta.optimizer_elements = total;
   for (const HostStateBuffer& s : state) {
     if (s.bytes.size() != total * safetensors_dtype_size(s.dtype)) {
       throw std::logic_error("save_checkpoint: optimizer state " + s.name +
@@ -92,20 +137,11 @@ void save_checkpoint(const std::string& path, GPT& model, const std::vector<Host
     tensors.push_back(TensorRef{
         "optimizer." + s.name, s.dtype, {int64_t(total)}, s.bytes.data(), s.bytes.size()});
   }
-  std::map<std::string, std::string> meta;
-  meta["format"] = kFormat;
-  meta["step"] = std::to_string(info.step);
-  meta["data_cursor"] = std::to_string(info.data_cursor);
-  meta["seed"] = std::to_string(info.seed);
-  meta["strategy"] = info.strategy;
-  meta["model"] = model_json(model.config()).dump();
-  meta["config"] = info.config.dump();
-  meta["optimizer_range"] = "0:" + std::to_string(total);
-  meta["world_size"] = std::to_string(info.world_size);
+  for (const TensorRef& t : tensors) meta.checksums[t.name] = checksum_bytes(t.data, t.nbytes);
   std::filesystem::create_directories(std::filesystem::path(path).parent_path().empty()
                                           ? std::filesystem::path(".")
                                           : std::filesystem::path(path).parent_path());
-  save_safetensors(path, tensors, meta);
+  save_safetensors(path, tensors, checkpoint_metadata_strings(meta));
 }
 
 void save_checkpoint(const std::string& path, GPT& model, const Optimizer& optimizer,
@@ -117,41 +153,15 @@ void save_checkpoint(const std::string& path, GPT& model, const Optimizer& optim
 }
 
 CheckpointInfo read_checkpoint_info(const std::string& path) {
-  SafetensorsReader reader(path);
-  const auto& meta = reader.metadata();
-  auto field = [&](const char* key) {
-    auto it = meta.find(key);
-    if (it == meta.end()) {
-      throw std::runtime_error(path + ": not an srkit checkpoint (metadata lacks '" + key + "')");
-    }
-    return it->second;
-  };
-  if (field("format") != kFormat) {
-    throw std::runtime_error(path + ": unsupported checkpoint format '" + field("format") + "'");
-  }
-  CheckpointInfo info;
-  try {
-    info.step = std::stoull(field("step"));
-    info.data_cursor = std::stoull(field("data_cursor"));
-    info.seed = std::stoull(field("seed"));
-    info.config = nlohmann::json::parse(field("config"));
-  } catch (const std::logic_error& e) {
-    throw std::runtime_error(path + ": malformed checkpoint metadata (" + e.what() + ")");
-  }
-  info.strategy = field("strategy");
-  if (meta.count("world_size")) info.world_size = std::atoi(meta.at("world_size").c_str());
-  return info;
+  return parse_checkpoint_metadata(SafetensorsReader(path).metadata(), path).info;
 }
 
 CheckpointWeights read_checkpoint_weights(const std::string& path) {
   CheckpointWeights w;
-  w.info = read_checkpoint_info(path);
-  SafetensorsReader reader(path);
-  const auto model = reader.metadata().find("model");
-  if (model == reader.metadata().end()) {
-    throw std::runtime_error(path + ": not an srkit checkpoint (metadata lacks 'model')");
-  }
-  w.model = model_from_json(path, model->second);
+  const SafetensorsReader reader(path);
+  const CheckpointMetadata meta = parse_checkpoint_metadata(reader.metadata(), path);
+  w.info = meta.info;
+  w.model = model_from_json(path, meta.model.dump());
   const std::string preset = w.info.config.value("model", std::string());
   if (!preset.empty()) w.model.name = preset;
   const ParamLayout layout(w.model);
@@ -161,29 +171,36 @@ CheckpointWeights read_checkpoint_weights(const std::string& path) {
   }
   w.dtype = dtype == "F32" ? DType::kF32 : DType::kBF16;
   w.flat.assign(layout.total_size() * dtype_size(w.dtype), 0);
-  read_weights(reader, layout, w.dtype, w.flat.data());
+  read_weights(reader, meta, layout, w.dtype, w.flat.data());
   return w;
 }
 
 CheckpointInfo load_checkpoint(const std::string& path, GPT& model, Optimizer& optimizer) {
-  CheckpointInfo info = read_checkpoint_info(path);
-  SafetensorsReader reader(path);
-  const std::string want = model_json(model.config()).dump();
-  const std::string have = reader.metadata().at("model");
-  if (have != want) {
-    throw std::runtime_error(path + ": checkpoint is for model " + have + ", this run has " + want);
+  const SafetensorsReader reader(path);
+  const CheckpointMetadata meta = parse_checkpoint_metadata(reader.metadata(), path);
+  const nlohmann::json want = model_json(model.config());
+  if (meta.model != want) {
+    throw std::runtime_error(path + ": checkpoint is for model " + meta.model.dump() +
+                             ", this run has " + want.dump());
   }
-  if (info.strategy != optimizer.strategy().name) {
-    throw std::runtime_error(path + ": checkpoint strategy is '" + info.strategy +
+  if (meta.info.strategy != optimizer.strategy().name) {
+    throw std::runtime_error(path + ": checkpoint strategy is '" + printable(meta.info.strategy) +
                              "', this run uses '" + optimizer.strategy().name + "'");
+  }
+  const size_t total = model.layout().total_size();
+  if (meta.optimizer_elements != total) {
+    throw std::runtime_error(path + strprintf(": optimizer state covers %llu parameters, this "
+                                              "model has %zu",
+                                              (unsigned long long)meta.optimizer_elements, total));
   }
   Backend& backend = model.backend();
   std::vector<char> weights(model.weight_bytes(), 0);
-  read_weights(reader, model.layout(), model.dtype(), weights.data());
+  read_weights(reader, meta, model.layout(), model.dtype(), weights.data());
   backend.copy_to_device(model.weights(), weights.data(), weights.size());
   // The file holds each state buffer for the whole flat buffer; this run's
-  // optimizer takes its range of it.
-  const std::vector<int64_t> whole{int64_t(model.layout().total_size())};
+  // optimizer takes its range of it. One buffer at a time, through one host copy.
+  const std::vector<int64_t> whole{int64_t(total)};
+  std::vector<char> host;
   for (const Optimizer::StateBuffer& s : optimizer.state_buffers()) {
     const std::string name = "optimizer." + s.name;
     if (!reader.has(name)) throw std::runtime_error(path + ": missing tensor " + name);
@@ -191,25 +208,32 @@ CheckpointInfo load_checkpoint(const std::string& path, GPT& model, Optimizer& o
     if (ti.dtype != s.dtype || ti.shape != whole) {
       throw std::runtime_error(path + ": tensor " + name + " does not match this run's optimizer");
     }
-    std::vector<char> host(ti.nbytes);
+    host.resize(ti.nbytes);
     reader.read(name, host.data(), host.size());
-    const size_t es = safetensors_dtype_size(s.dtype);
-    backend.copy_to_device(s.data, host.data() + optimizer.begin() * es, s.bytes);
+    verify_checksum(path, meta, name, host.data(), host.size());
+    if (state_is_float(s.dtype)) {
+      verify_values(path, name, s.dtype == "F32" ? DType::kF32 : DType::kBF16, host.data(), total,
+                    state_is_non_negative(s.name));
+    }
+    const size_t state_es = safetensors_dtype_size(s.dtype);
+    backend.copy_to_device(s.data, host.data() + optimizer.begin() * state_es, s.bytes);
   }
-  return info;
+  return meta.info;
 }
 
 std::string resolve_checkpoint(const std::string& file_or_dir) {
-  namespace fs = std::filesystem;
-  if (!fs::exists(file_or_dir)) {
-    throw std::runtime_error("--resume: " + file_or_dir + " does not exist");
+  std::error_code ec;
+  if (std::filesystem::is_directory(file_or_dir, ec)) {
+    const std::string latest = latest_checkpoint(file_or_dir);
+    if (latest.empty()) {
+      throw std::runtime_error("--resume: no ckpt_*.safetensors in directory " + file_or_dir);
+    }
+    return latest;
   }
-  if (!fs::is_directory(file_or_dir)) return file_or_dir;
-  const std::string latest = latest_checkpoint(file_or_dir);
-  if (latest.empty()) {
-    throw std::runtime_error("--resume: no ckpt_*.safetensors in directory " + file_or_dir);
-  }
-  return latest;
+  // Anything but a directory must be a regular file: opening it says what else
+  // it is (a FIFO would otherwise block the reader forever) or that it is missing.
+  RegularFile(file_or_dir, "--resume");
+  return file_or_dir;
 }
 
 }  // namespace srkit

@@ -8,25 +8,15 @@
 // by 2 ranks resumes on 1 and vice versa, with or without ZeRO-1.
 #pragma once
 
-#include <cstdint>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "lib/checkpoint/checkpoint_dir.h"  // checkpoint_path, latest_checkpoint
 #include "lib/model/gpt.h"
+#include "lib/train/checkpoint_metadata.h"  // CheckpointInfo, the metadata format
 #include "lib/train/optimizer.h"
 
 namespace srkit {
-
-struct CheckpointInfo {
-  uint64_t step = 0;         // optimizer steps completed
-  uint64_t data_cursor = 0;  // global batches consumed (= step: batches are a pure function of it)
-  uint64_t seed = 0;
-  std::string strategy;
-  nlohmann::json config;  // the TrainConfig as JSON
-  int world_size = 1;     // ranks of the run that wrote it (informational)
-};
 
 // One optimizer state buffer (Optimizer::StateBuffer) on the host.
 struct HostStateBuffer {
@@ -45,7 +35,8 @@ void save_checkpoint(const std::string& path, GPT& model, const std::vector<Host
 void save_checkpoint(const std::string& path, GPT& model, const Optimizer& optimizer,
                      const CheckpointInfo& info);
 
-// Reads only the metadata (to check shapes before allocating anything).
+// Reads only the metadata (to check shapes before allocating anything), parsed
+// and range-checked by parse_checkpoint_metadata.
 CheckpointInfo read_checkpoint_info(const std::string& path);
 
 // A checkpoint's weights on the host, without a backend or an optimizer (sr-export).
@@ -57,12 +48,17 @@ struct CheckpointWeights {
 };
 CheckpointWeights read_checkpoint_weights(const std::string& path);
 
-// Restores the weights and the optimizer's range [begin, end) of its state;
-// checks that the checkpoint was written for this model shape and strategy,
-// naming the mismatch otherwise.
+// Restores the weights and the optimizer's range [begin, end) of its state.
+// Checks, each failure one line naming the file (and the tensor): the
+// metadata (parse_checkpoint_metadata), that the checkpoint was written for
+// this model shape and strategy, every tensor's bytes against its saved
+// checksum, and the values (lib/checkpoint/value_check.h: weights and float
+// state finite, adam_v also >= 0, naming the first bad index).
 CheckpointInfo load_checkpoint(const std::string& path, GPT& model, Optimizer& optimizer);
 
-// A checkpoint file, or the latest ckpt_*.safetensors in a directory.
+// A checkpoint file, or the latest ckpt_*.safetensors in a directory. Throws
+// "--resume 'PATH': is a FIFO (expected a regular file)" (does not exist, is a
+// socket, ...) for anything that is neither.
 std::string resolve_checkpoint(const std::string& file_or_dir);
 
 }  // namespace srkit

@@ -3,21 +3,6 @@
 #include <cstring>
 
 namespace srkit {
-
-uint64_t checksum_bytes(const void* data, size_t bytes) {
-  const unsigned char* p = static_cast<const unsigned char*>(data);
-  uint64_t h = 0xcbf29ce484222325ull;
-  constexpr uint64_t kPrime = 0x100000001b3ull;
-  size_t i = 0;
-  for (; i + 8 <= bytes; i += 8) {
-    uint64_t word;
-    std::memcpy(&word, p + i, 8);
-    h = (h ^ word) * kPrime;
-  }
-  for (; i < bytes; ++i) h = (h ^ p[i]) * kPrime;
-  return h;
-}
-
 namespace {
 
 // Sign-magnitude bits -> a signed integer that grows with the value; both zeros

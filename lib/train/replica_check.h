@@ -1,18 +1,16 @@
 // The replica audit of data-parallel training: a checksum that ranks compare
-// cheaply, and, when checksums differ, how far two copies of the weights are
-// apart in units in the last place (ulps) of their storage type.
+// cheaply (checksum_bytes, lib/util/checksum.h), and, when checksums differ, how
+// far two copies of the weights are apart in units in the last place (ulps) of
+// their storage type.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "kernels/common/dtype.h"
+#include "lib/util/checksum.h"
 
 namespace srkit {
-
-// 64-bit FNV-1a over 8-byte little-endian words (and the trailing bytes one by
-// one): equal bytes give equal checksums on every machine.
-uint64_t checksum_bytes(const void* data, size_t bytes);
 
 // Distance in ulps between two values of a storage type: the number of
 // representable values between them, counting +0 and -0 as one value. Values

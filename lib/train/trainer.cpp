@@ -568,6 +568,7 @@ void Trainer::State::save(uint64_t step) {
     info.seed = c_.seed;
     info.strategy = c_.strategy.name;
     info.config = run_config_;
+    info.provenance = provenance_;
     info.world_size = world_;
     save_checkpoint(path, *model_, state, info);
   }

@@ -21,4 +21,24 @@ std::string strprintf(const char* fmt, ...) {
   return out;
 }
 
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (u < 0x20 || u == 0x7f) {
+      out += strprintf("\\x%02x", u);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 }  // namespace srkit

@@ -13,6 +13,9 @@ bool has_glob_chars(const std::string& pattern) {
 }
 
 std::vector<std::string> glob_files(const std::string& pattern) {
+  // One named file is the reader's to open: it can say what is wrong with it
+  // (missing, a directory, a FIFO) better than "nothing matches".
+  if (!has_glob_chars(pattern)) return {pattern};
   std::vector<std::string> out;
   glob_t g{};
   const int rc = ::glob(pattern.c_str(), 0, nullptr, &g);
@@ -26,8 +29,7 @@ std::vector<std::string> glob_files(const std::string& pattern) {
   if (rc != 0 && rc != GLOB_NOMATCH)
     throw std::runtime_error("cannot expand file pattern '" + pattern + "'");
   if (out.empty()) {
-    throw std::runtime_error(has_glob_chars(pattern) ? "no files match '" + pattern + "'"
-                                                     : "no such file '" + pattern + "'");
+    throw std::runtime_error("no files match '" + pattern + "'");
   }
   std::sort(out.begin(), out.end());
   return out;

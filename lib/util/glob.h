@@ -10,8 +10,9 @@ namespace srkit {
 bool has_glob_chars(const std::string& pattern);
 
 // The regular files matching `pattern`, sorted bytewise (so zero-padded shard
-// numbers come out in order). A pattern without metacharacters names one file.
-// Throws a one-line error naming the pattern when nothing matches.
+// numbers come out in order); throws a one-line error naming the pattern when
+// nothing matches. A pattern without metacharacters names one file and comes
+// back as is, unchecked: the reader that opens it reports what is wrong with it.
 std::vector<std::string> glob_files(const std::string& pattern);
 
 }  // namespace srkit
