@@ -124,7 +124,7 @@ std::string sweep_markdown(const SweepOptions& o, const SweepTable& t, const std
   md += strprintf(
       "Model %s, data %s, %d x %d tokens per step (grad accum %d), %llu steps (%llu tokens), "
       "%s schedule with %llu warm-up steps, min lr = %s, clip %g, weight decay %g; seeds %s; "
-      "device %s, %d threads per cell.\n\n",
+      "device %s, threads per cell: %d.\n\n",
       c.model.c_str(), c.data.empty() ? "synthetic" : c.data.c_str(), c.batch, c.seq_len,
       c.grad_accum, (unsigned long long)c.total_steps(),
       (unsigned long long)(c.total_steps() * c.tokens_per_step()), c.schedule.c_str(),
@@ -139,7 +139,8 @@ std::string sweep_markdown(const SweepOptions& o, const SweepTable& t, const std
   md += "\n";
   for (size_t s = 0; s < t.strategies.size(); ++s) {
     md += "| " + t.strategies[s] + " |";
-    for (size_t l = 0; l < t.lrs.size(); ++l) md += " " + point_text(t.at(s, l)) + " |";
+    for (size_t l = 0; l < t.lrs.size(); ++l)
+      md += strprintf(" %s |", point_text(t.at(s, l)).c_str());
     md += "\n";
   }
 
@@ -222,7 +223,10 @@ nlohmann::json sweep_json(const SweepOptions& o, const SweepTable& t,
   for (const SweepCellResult& c : cells) {
     nlohmann::json r = c.to_json();
     r.erase("config");  // the shared part is above; the cell's own is in its result.json
-    if (!c.ok()) r.erase("val_loss"), r.erase("train_loss");
+    if (!c.ok()) {      // a diverged run has no final loss
+      r.erase("val_loss");
+      r.erase("train_loss");
+    }
     j["cells"].push_back(r);
   }
   return j;

@@ -44,6 +44,8 @@ std::string duration_text(double seconds) {
       ::close(fd);
     }
     code = run_sweep_cell(options, cell) ? 0 : 130;
+  } catch (const Interrupted&) {  // stopped before its training loop began
+    code = 130;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "sr-bench sweep: %s\n", e.what());
   }
