@@ -1,4 +1,4 @@
-// sr-bench's subcommands, one per file (train, memory).
+// sr-bench's subcommands, one per file (train, memory, sweep).
 #pragma once
 
 #include "apps/common/subcommand.h"
@@ -9,5 +9,6 @@ using Subcommand = ::srkit::cli::Subcommand;
 
 Subcommand add_train_command(CLI::App& parent);
 Subcommand add_memory_command(CLI::App& parent);
+Subcommand add_sweep_command(CLI::App& parent);
 
 }  // namespace srkit::bench_app

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -72,6 +74,33 @@ std::vector<int> parse_int_list(const std::string& list, const std::string& flag
                                   std::to_string(min) + ", " + std::to_string(max) + "]");
     }
     values.push_back(int(v));
+  }
+  return values;
+}
+
+std::vector<double> parse_positive_real_list(const std::string& list, const std::string& flag) {
+  std::vector<double> values;
+  for (const std::string& item : split_list(list, flag)) {
+    char* end = nullptr;
+    errno = 0;
+    const double v = std::strtod(item.c_str(), &end);
+    if (errno != 0 || end == item.c_str() || *end != '\0' || !std::isfinite(v) || !(v > 0.0)) {
+      throw std::invalid_argument(flag + ": '" + item + "' is not a finite number > 0");
+    }
+    values.push_back(v);
+  }
+  return values;
+}
+
+std::vector<uint64_t> parse_u64_list(const std::string& list, const std::string& flag) {
+  std::vector<uint64_t> values;
+  for (const std::string& item : split_list(list, flag)) {
+    uint64_t v = 0;
+    const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (ec != std::errc() || ptr != item.data() + item.size()) {
+      throw std::invalid_argument(flag + ": '" + item + "' is not a whole number in [0, 2^64)");
+    }
+    values.push_back(v);
   }
   return values;
 }

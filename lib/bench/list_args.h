@@ -1,6 +1,7 @@
 // Comma-separated list flags of sr-bench (--models, --strategies, --batches ...).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -25,5 +26,11 @@ std::vector<std::string> parse_model_list(const std::string& list, const std::st
 
 // "1,2,8" -> {1, 2, 8}, each in [min, max]; throws naming `flag` otherwise.
 std::vector<int> parse_int_list(const std::string& list, const std::string& flag, int min, int max);
+
+// "3e-4,1e-3" -> {3e-4, 1e-3}, each finite and > 0; throws naming `flag` otherwise.
+std::vector<double> parse_positive_real_list(const std::string& list, const std::string& flag);
+
+// "1,2,3" -> {1, 2, 3}, decimal digits only; throws naming `flag` otherwise.
+std::vector<uint64_t> parse_u64_list(const std::string& list, const std::string& flag);
 
 }  // namespace srkit

@@ -1,0 +1,346 @@
+// sr-bench sweep: the summary arithmetic on known cells, the ablation specs,
+// and the command as a user runs it on the tiny preset (2 strategies x 2
+// learning rates x 2 seeds, a few steps): every report written and parseable,
+// a half-done sweep resumed by running only the missing cells, the same sweep
+// twice giving the same numbers, a diverging cell reported as diverged, a
+// folder of another sweep refused, and bad flags (one line, exit 2).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "lib/bench/sweep_cell.h"
+#include "lib/bench/sweep_grid.h"
+#include "lib/bench/sweep_report.h"
+#include "tests/test_paths.h"
+
+namespace srkit {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int code;
+  std::string out, err;
+};
+
+Result run_shell(const std::string& cmd, const std::string& err_name) {
+  const fs::path err_file = fs::temp_directory_path() /
+                            ("srkit_sweep_" + err_name + "_" + std::to_string(getpid()) + ".txt");
+  FILE* pipe = popen((cmd + " 2>" + err_file.string()).c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  const int status = pclose(pipe);
+  std::ifstream f(err_file);
+  std::stringstream err;
+  err << f.rdbuf();
+  fs::remove(err_file);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out, err.str()};
+}
+
+Result sweep(const std::string& args) {
+  return run_shell(std::string(SRKIT_BIN_DIR) + "/sr-bench sweep " + args, "stderr");
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::stringstream ss(text);
+  std::string line;
+  while (std::getline(ss, line)) lines.push_back(line);
+  return lines;
+}
+
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+// Every cell's numbers (the CSV without its wall-time column).
+std::string numbers_of(const fs::path& csv) {
+  std::string out;
+  for (const std::string& line : lines_of(read_text(csv)))
+    out += line.substr(0, line.rfind(',')) + "\n";
+  return out;
+}
+
+// Well-formed XML, checked by Python's parser when python3 is there.
+void expect_well_formed_xml(const fs::path& file) {
+  if (run_shell("python3 -c 'pass'", "py").code != 0) {
+    GTEST_LOG_(INFO) << "python3 absent: " << file << " not parsed";
+    return;
+  }
+  const Result r =
+      run_shell("python3 -c \"import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])\" " +
+                    file.string(),
+                "xml");
+  EXPECT_EQ(r.code, 0) << file << ": " << r.err;
+}
+
+const std::string kTiny =
+    "--model tiny --batch 2 --seq-len 16 --steps 4 --warmup 1 --eval-batches 1 "
+    "--curve-points 2 --threads 2 --jobs 2";
+const std::string kGrid = kTiny + " --strategies mixed,bf16-sr --lrs 1e-3,3e-3 --seeds 1,2";
+
+// One sweep of the grid, shared by the tests that read it.
+class SweepGrid : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new fs::path(testing_paths::fresh_dir("sweep", "grid"));
+    first_ = new Result(sweep(kGrid + " --out " + dir_->string()));
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(*dir_);
+    delete dir_;
+    delete first_;
+  }
+  static fs::path* dir_;
+  static Result* first_;
+};
+fs::path* SweepGrid::dir_ = nullptr;
+Result* SweepGrid::first_ = nullptr;
+
+TEST_F(SweepGrid, WritesEveryReportAndTheyParse) {
+  ASSERT_EQ(first_->code, 0) << first_->err;
+  const fs::path& d = *dir_;
+  // The table, printed and in sweep.md.
+  const std::string md = read_text(d / "sweep.md");
+  EXPECT_NE(first_->out.find(md), std::string::npos);
+  EXPECT_NE(md.find("| strategy | lr 0.001 | lr 0.003 |"), std::string::npos) << md;
+  for (const char* row : {"| mixed | ", "| bf16-sr | "}) {
+    EXPECT_EQ(count_of(md, row), 2u) << row << " in\n" << md;  // loss table and best-lr table
+  }
+  EXPECT_NE(md.find(" ± "), std::string::npos);
+  EXPECT_NE(first_->err.find("[8/8]"), std::string::npos) << first_->err;
+
+  const std::vector<std::string> csv = lines_of(read_text(d / "sweep.csv"));
+  ASSERT_EQ(csv.size(), 9u);
+  EXPECT_EQ(csv[0].rfind("strategy,lr,seed,status,", 0), 0u);
+
+  const nlohmann::json j = nlohmann::json::parse(read_text(d / "sweep.json"));
+  ASSERT_EQ(j.at("cells").size(), 8u);
+  ASSERT_EQ(j.at("points").size(), 4u);
+  ASSERT_EQ(j.at("summary").size(), 2u);
+  for (const nlohmann::json& c : j["cells"]) {
+    EXPECT_EQ(c.at("status"), "ok");
+    EXPECT_TRUE(std::isfinite(c.at("val_loss").get<double>()));
+    EXPECT_EQ(c.at("steps_done"), 4);
+    EXPECT_EQ(c.at("tokens"), 4 * 2 * 16);
+    EXPECT_EQ(c.at("val_curve").size(), 2u);  // steps 2 and 4
+  }
+  for (const nlohmann::json& p : j["points"]) {
+    EXPECT_EQ(p.at("seeds"), 2);
+    EXPECT_GT(p.at("se_val_loss").get<double>(), 0.0);  // two seeds, two data orders
+  }
+  EXPECT_EQ(j["summary"][0].at("strategy"), "mixed");
+  EXPECT_DOUBLE_EQ(j["summary"][0].at("vs_mixed").get<double>(), 1.0);
+  EXPECT_TRUE(j["summary"][1].contains("vs_mixed"));
+
+  // Charts: one series per strategy (error bars are part of each line).
+  for (const char* chart : {"sweep-lr.svg", "sweep-curves.svg"}) {
+    const std::string svg = read_text(d / chart);
+    EXPECT_EQ(count_of(svg, "<polyline class=\"series\""), 2u) << chart;
+    expect_well_formed_xml(d / chart);
+  }
+  // Each cell has its own folder with its log and result.
+  const fs::path cell = d / "cells" / "bf16-sr" / "lr0.003" / "seed2";
+  EXPECT_TRUE(fs::exists(cell / "result.json"));
+  EXPECT_TRUE(fs::exists(cell / "log.jsonl"));
+}
+
+TEST_F(SweepGrid, ResumeRunsOnlyTheMissingCells) {
+  ASSERT_EQ(first_->code, 0) << first_->err;
+  const fs::path cells = *dir_ / "cells";
+  const std::string before = numbers_of(*dir_ / "sweep.csv");
+  const std::vector<fs::path> removed = {cells / "mixed" / "lr0.001" / "seed1" / "result.json",
+                                         cells / "bf16-sr" / "lr0.003" / "seed2" / "result.json"};
+  for (const fs::path& p : removed) ASSERT_TRUE(fs::remove(p)) << p;
+  std::vector<std::pair<fs::path, fs::file_time_type>> kept;
+  for (const auto& e : fs::recursive_directory_iterator(cells)) {
+    if (e.path().filename() == "result.json") kept.emplace_back(e.path(), e.last_write_time());
+  }
+  ASSERT_EQ(kept.size(), 6u);
+
+  const Result again = sweep(kGrid + " --out " + dir_->string());
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_NE(again.out.find("2 cells run now, 6 before"), std::string::npos) << again.out;
+  EXPECT_NE(again.err.find("6 done before"), std::string::npos) << again.err;
+  for (const auto& [path, time] : kept) EXPECT_EQ(fs::last_write_time(path), time) << path;
+  for (const fs::path& p : removed) EXPECT_TRUE(fs::exists(p)) << p;
+  // Deterministic: the rerun cells reproduce their numbers.
+  EXPECT_EQ(numbers_of(*dir_ / "sweep.csv"), before);
+}
+
+TEST_F(SweepGrid, SameSweepTwiceGivesTheSameNumbers) {
+  ASSERT_EQ(first_->code, 0) << first_->err;
+  const fs::path other = testing_paths::fresh_dir("sweep", "again");
+  const Result r = sweep(kGrid + " --jobs 1 --out " + other.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(numbers_of(other / "sweep.csv"), numbers_of(*dir_ / "sweep.csv"));
+  fs::remove_all(other);
+}
+
+TEST_F(SweepGrid, RefusesAFolderOfAnotherSweep) {
+  ASSERT_EQ(first_->code, 0) << first_->err;
+  const Result r = sweep(kGrid + " --steps 5 --out " + dir_->string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("another configuration"), std::string::npos) << r.err;
+}
+
+TEST(SweepCli, DivergingCellIsReportedAsDiverged) {
+  const fs::path d = testing_paths::fresh_dir("sweep", "diverge");
+  const Result r =
+      sweep(kTiny + " --strategies bf16 --lrs 1e-3,1e20 --seeds 1 --clip 0 --out " + d.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(read_text(d / "sweep.json"));
+  ASSERT_EQ(j.at("cells").size(), 2u);
+  EXPECT_EQ(j["cells"][0].at("status"), "ok");
+  const nlohmann::json& bad = j["cells"][1];
+  EXPECT_EQ(bad.at("status"), "diverged");
+  EXPECT_GE(bad.at("diverged_step").get<uint64_t>(), 1u);
+  EXPECT_LE(bad.at("diverged_step").get<uint64_t>(), 4u);
+  EXPECT_FALSE(bad.contains("val_loss"));
+  const std::string md = read_text(d / "sweep.md");
+  EXPECT_NE(md.find("diverged (1/1, step "), std::string::npos) << md;
+  EXPECT_NE(read_text(d / "sweep.csv").find(",diverged,"), std::string::npos);
+  // The diverged cell counts as done: a rerun runs nothing.
+  const Result again =
+      sweep(kTiny + " --strategies bf16 --lrs 1e-3,1e20 --seeds 1 --clip 0 --out " + d.string());
+  EXPECT_NE(again.out.find("0 cells run now, 2 before"), std::string::npos) << again.out;
+  fs::remove_all(d);
+}
+
+TEST(SweepCli, BadFlagsAreOneLineAndExit2) {
+  const fs::path d = testing_paths::fresh_dir("sweep", "bad");
+  const std::string out = " --out " + d.string();
+  for (const std::string& args :
+       {kTiny + " --lrs 0" + out, kTiny + " --lrs 1e-3,abc" + out, kTiny + " --seeds 1,-2" + out,
+        kTiny + " --seeds 1,1" + out, kTiny + " --jobs 0" + out,
+        kTiny + " --ablate bf16-sr:v=f32" + out, kTiny + " --strategies bf16:foo=1" + out,
+        kTiny + " --steps 0" + out, kTiny + " --data " + (d / "missing.txt").string() + out,
+        kTiny}) {
+    const Result r = sweep(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+    EXPECT_EQ(lines_of(r.err).size(), 1u) << args << "\n" << r.err;
+  }
+  EXPECT_FALSE(fs::exists(d / "cells"));
+  fs::remove_all(d);
+}
+
+// ---- the library, on known values ----------------------------------------
+
+SweepCellResult cell(const std::string& strategy, double lr, uint64_t seed, double loss) {
+  SweepCellResult c;
+  c.strategy = strategy;
+  c.lr = lr;
+  c.seed = seed;
+  c.val_loss = loss;
+  if (!std::isfinite(loss)) {
+    c.status = "diverged";
+    c.diverged_step = 7 + seed;
+  }
+  return c;
+}
+
+TEST(SweepReport, MeansStandardErrorsBestRatesAndRatios) {
+  SweepOptions o;
+  o.strategies = {strategy_from_string("mixed"), strategy_from_string("bf16-sr")};
+  o.lrs = {1e-3, 2e-3, 4e-3};
+  o.seeds = {1, 2};
+  const double nan = NAN;
+  const std::vector<SweepCellResult> cells = {
+      cell("mixed", 1e-3, 1, 3.0),    cell("mixed", 1e-3, 2, 3.2),    // 3.1 +- 0.1
+      cell("mixed", 2e-3, 1, 2.9),    cell("mixed", 2e-3, 2, 2.9),    // 2.9 (best)
+      cell("mixed", 4e-3, 1, 2.0),    cell("mixed", 4e-3, 2, nan),    // one seed diverged
+      cell("bf16-sr", 1e-3, 1, 3.0),  cell("bf16-sr", 1e-3, 2, 3.0),  // 3.0
+      cell("bf16-sr", 2e-3, 1, 2.8),  cell("bf16-sr", 2e-3, 2, 2.8),  // 2.8 (best)
+      cell("bf16-sr", 4e-3, 1, 2.82), cell("bf16-sr", 4e-3, 2, 2.8),  // 2.81: within 1%
+  };
+  const SweepTable t = summarize_sweep(o, cells);
+  ASSERT_EQ(t.points.size(), 6u);
+  EXPECT_NEAR(t.at(0, 0).mean, 3.1, 1e-12);
+  EXPECT_NEAR(t.at(0, 0).se, 0.1, 1e-12);  // sd 0.1414 / sqrt(2)
+  EXPECT_EQ(t.at(0, 2).diverged, 1);
+  EXPECT_EQ(t.at(0, 2).first_diverged_step, 9u);
+  EXPECT_FALSE(t.at(0, 2).complete());
+  EXPECT_NEAR(t.at(0, 2).mean, 2.0, 1e-12);  // the seed that finished, not the best
+  ASSERT_EQ(t.summaries.size(), 2u);
+  EXPECT_DOUBLE_EQ(t.summaries[0].best_lr, 2e-3);
+  EXPECT_NEAR(t.summaries[0].best_loss, 2.9, 1e-12);
+  EXPECT_DOUBLE_EQ(t.summaries[0].largest_lr_within_1pct, 2e-3);
+  EXPECT_DOUBLE_EQ(t.summaries[0].vs_mixed, 1.0);
+  EXPECT_DOUBLE_EQ(t.summaries[1].best_lr, 2e-3);
+  EXPECT_DOUBLE_EQ(t.summaries[1].largest_lr_within_1pct, 4e-3);
+  EXPECT_NEAR(t.summaries[1].vs_mixed, 2.8 / 2.9, 1e-12);
+
+  const std::string md = sweep_markdown(o, t, "", {});
+  EXPECT_NE(
+      md.find("| mixed | 3.1000 ± 0.1000 | 2.9000 ± 0.0000 | 2.0000 ± 0.0000 (1/2 diverged) |"),
+      std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| bf16-sr | 0.002 | 2.8000 | 0.9655 | 0.004 |"), std::string::npos) << md;
+  // The lr chart: a strategy's line visits each complete point 4 times (mean,
+  // +se, -se, mean); mixed's 4e-3 point is left out.
+  const std::string svg = sweep_lr_svg(t);
+  EXPECT_EQ(count_of(svg, "<polyline class=\"series\""), 2u);
+}
+
+TEST(SweepReport, AllDivergedStrategyHasNoBest) {
+  SweepOptions o;
+  o.strategies = {strategy_from_string("bf16")};
+  o.lrs = {1.0};
+  o.seeds = {1};
+  const SweepTable t = summarize_sweep(o, {cell("bf16", 1.0, 1, NAN)});
+  EXPECT_FALSE(t.summaries[0].has_best);
+  EXPECT_NE(sweep_markdown(o, t, "", {}).find("diverged (1/1, step 8)"), std::string::npos);
+  EXPECT_THROW(sweep_lr_svg(t), std::invalid_argument);
+}
+
+TEST(SweepGridNames, AblationsParseOrSayWhyNot) {
+  const std::vector<Ablation> a = ablations_of("bf16-sr");
+  ASSERT_EQ(a.size(), 5u);
+  int expressible = 0;
+  for (const Ablation& x : a) {
+    if (x.spec.empty()) {
+      EXPECT_FALSE(x.why.empty()) << x.what;
+      continue;
+    }
+    ++expressible;
+    EXPECT_EQ(strategy_from_string(x.spec).name, x.spec);
+  }
+  EXPECT_EQ(expressible, 4);
+  EXPECT_EQ(a[0].spec, "bf16-sr:mround=sr,vround=sr");
+  EXPECT_TRUE(strategy_from_string(a[0].spec).rule.m_sr);
+  EXPECT_EQ(strategy_from_string("bf16-sr:v=f32").rule.v, DType::kF32);
+  EXPECT_EQ(strategy_from_string("mixed:m=bf16,v=bf16").rule.master, MasterKind::kF32);
+  EXPECT_THROW(ablations_of("nope"), std::invalid_argument);
+  EXPECT_THROW(ablations_of("bf16-sr:v=f32"), std::invalid_argument);
+}
+
+TEST(SweepGridNames, FoldersLearningRatesAndDivergedSteps) {
+  EXPECT_EQ(strategy_folder("bf16-sr:mround=sr,vround=sr"), "bf16-sr@mround=sr+vround=sr");
+  EXPECT_EQ(lr_text(3e-4), "0.0003");
+  EXPECT_EQ(lr_text(10), "10");
+  EXPECT_EQ(std::strtod(lr_text(1.0 / 3.0).c_str(), nullptr), 1.0 / 3.0);
+  EXPECT_EQ(diverged_step_of("loss is nan at step 12; stopping"), 12u);
+  EXPECT_EQ(diverged_step_of("gradient norm is not finite at step 3; stopping"), 3u);
+  EXPECT_EQ(diverged_step_of("no step here"), 0u);
+}
+
+}  // namespace
+}  // namespace srkit
