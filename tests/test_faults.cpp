@@ -293,6 +293,20 @@ TEST(Faults, MemoryIsCheckedBeforeItIsSpent) {
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_THAT(r.output, HasSubstr("not enough memory for this run on the CPU: needs"));
   EXPECT_THAT(r.output, HasSubstr("is available ("));
+
+  // A text file far larger than memory (sparse: 8 TiB that take no disk) is
+  // refused from its size, before a byte is read, by sr-train and sr-prep.
+  const fs::path huge = dir / "huge.txt";
+  std::ofstream(huge) << "x";
+  fs::resize_file(huge, uintmax_t(1) << 43);
+  const Result data = shell(kRun + " --steps 5 --data " + huge.string() + " --out " + dir.string());
+  EXPECT_EQ(data.code, 2) << data.output;
+  EXPECT_THAT(data.output, HasSubstr("not enough memory for the data: needs 17.6 TiB"));
+  const Result prep = shell(std::string(SRKIT_BIN_DIR) + "/sr-prep " + huge.string() + " --out " +
+                            (dir / "prep").string());
+  EXPECT_EQ(prep.code, 2) << prep.output;
+  EXPECT_THAT(prep.output, HasSubstr("not enough memory for the inputs: needs 24.0 TiB"));
+  fs::remove(huge);
 }
 
 TEST(Faults, ResumeWithAnotherConfigIsRefusedUnlessOverridden) {

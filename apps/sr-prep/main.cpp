@@ -20,6 +20,7 @@
 #include "lib/data/token_data.h"
 #include "lib/data/tokenizer_files.h"
 #include "lib/data/tokenizer_info.h"
+#include "lib/train/memory_check.h"
 #include "lib/util/atomic_file.h"
 #include "lib/util/format.h"
 
@@ -147,6 +148,19 @@ int run(Options opt) {
   const std::optional<LoadedTokenizer> loaded = load_flag_tokenizer(opt);
   std::optional<BpeTokenizer> tokenizer;
   if (loaded) tokenizer.emplace(loaded->model);
+  // Each input byte is held once as text and once as (at most) a 2-byte token
+  // while it is encoded: refuse what cannot fit before reading any of it.
+  uint64_t input_bytes = 0;
+  for (const std::string& path : opt.inputs) {
+    std::error_code ec;
+    input_bytes += uint64_t(fs::file_size(path, ec));
+  }
+  try {
+    require_memory("the inputs", 3 * input_bytes, human_bytes(input_bytes) + " of text",
+                   available_host_memory(), "prepare the data in parts (several --name)");
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
   TokenizedInputs in;
   try {
     in = tokenize_inputs(opt.inputs, tokenizer ? &*tokenizer : nullptr, opt.doc_separator);
@@ -247,6 +261,9 @@ int main(int argc, char** argv) {
     return run(std::move(opt));
   } catch (const UsageError& e) {
     std::fprintf(stderr, "sr-prep: error: %s\n", e.what());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "sr-prep: error: out of memory while preparing the data\n");
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "sr-prep: error: %s\n", e.what());
