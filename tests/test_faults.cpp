@@ -20,6 +20,7 @@
 #include "lib/checkpoint/safetensors.h"
 #include "lib/train/checkpoint_io.h"
 #include "lib/util/atomic_file.h"
+#include "tests/run_command.h"
 #include "tests/test_paths.h"
 
 namespace {
@@ -27,19 +28,9 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-struct Result {
-  int code;
-  std::string output;
-};
+using Result = srkit::testing_process::CommandResult;
 
-Result shell(const std::string& command) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
-}
+Result shell(const std::string& command) { return srkit::testing_process::run_command(command); }
 
 const std::string kBin = std::string(SRKIT_BIN_DIR) + "/sr-train";
 const std::string kRun =

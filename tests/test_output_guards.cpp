@@ -14,6 +14,7 @@
 #include "lib/util/output_path.h"
 #include "lib/util/system_memory.h"
 #include "lib/util/temp_dir.h"
+#include "tests/run_command.h"
 #include "tests/test_paths.h"
 
 using namespace srkit;
@@ -22,19 +23,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Exit {
-  int code;
-  std::string output;
-};
+using Exit = srkit::testing_process::CommandResult;
 
 Exit run_tool(const std::string& tool_and_args) {
-  const std::string cmd = std::string(SRKIT_BIN_DIR) + "/" + tool_and_args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
+  return srkit::testing_process::run_command(std::string(SRKIT_BIN_DIR) + "/" + tool_and_args);
 }
 
 template <class Fn>

@@ -13,6 +13,7 @@
 
 #include "lib/train/checkpoint_io.h"
 #include "lib/util/build_info.h"
+#include "tests/run_command.h"
 #include "tests/test_paths.h"
 
 using ::testing::HasSubstr;
@@ -21,12 +22,8 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string run(const std::string& args) {
-  FILE* pipe = popen((std::string(SRKIT_BIN_DIR) + "/sr-train " + args + " 2>&1").c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-  pclose(pipe);
-  return out;
+  return srkit::testing_process::run_command(std::string(SRKIT_BIN_DIR) + "/sr-train " + args)
+      .output;
 }
 
 bool built_from_git() { return fs::exists(fs::path(SRKIT_SOURCE_DIR) / ".git"); }

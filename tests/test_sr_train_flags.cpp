@@ -10,25 +10,17 @@
 #include <fstream>
 #include <string>
 
+#include "tests/run_command.h"
 #include "tests/test_paths.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int code;
-  std::string output;
-};
+using Result = srkit::testing_process::CommandResult;
 
 Result run(const std::string& args) {
-  const std::string cmd = std::string(SRKIT_BIN_DIR) + "/sr-train " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
+  return srkit::testing_process::run_command(std::string(SRKIT_BIN_DIR) + "/sr-train " + args);
 }
 
 const std::string kTiny =
