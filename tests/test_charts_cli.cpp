@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/run_command.h"
 #include "tests/test_paths.h"
 #include "tests/test_svg_support.h"
 
@@ -22,19 +23,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Output {
-  int code;
-  std::string text;  // stdout + stderr
-};
+using Output = testing_process::CommandResult;
 
-Output run(const std::string& command) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
-}
+Output run(const std::string& command) { return testing_process::run_command(command); }
 
 std::string app(const std::string& name) { return std::string(SRKIT_BIN_DIR) + "/" + name + " "; }
 
@@ -65,7 +56,7 @@ void expect_parses(const fs::path& file) {
       run("python3 -c 'import sys, xml.etree.ElementTree as E; "
           "r = E.parse(sys.argv[1]).getroot(); assert r.tag.endswith(\"svg\"), r.tag' " +
           file.string());
-  EXPECT_EQ(py.code, 0) << file << ": " << py.text;
+  EXPECT_EQ(py.code, 0) << file << ": " << py.output;
 }
 
 const std::string kTiny =
@@ -76,8 +67,9 @@ TEST(ChartsCli, CompareWritesCompareSvgBesideCompareJson) {
   const std::vector<std::string> strategies = {"fp32", "bf16-sr:v=f32", "bf16"};
   const Output r = run(app("sr-train") + "--compare fp32,bf16-sr:v=f32,bf16 --eval-interval 2" +
                        kTiny + " --out " + dir.string());
-  ASSERT_EQ(r.code, 0) << r.text;
-  EXPECT_NE(r.text.find("chart: " + (dir / "compare.svg").string()), std::string::npos) << r.text;
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("chart: " + (dir / "compare.svg").string()), std::string::npos)
+      << r.output;
   ASSERT_TRUE(fs::exists(dir / "compare.json"));
   ASSERT_TRUE(fs::exists(dir / "compare.svg"));
   expect_parses(dir / "compare.svg");
@@ -109,7 +101,7 @@ TEST(ChartsCli, CompareChartFollowsJsonFile) {
   const Output r =
       run(app("sr-train") + "--compare bf16,bf16-sr" + kTiny + " --out " + (dir / "runs").string() +
           " --json " + (dir / "report" / "cmp.json").string());
-  ASSERT_EQ(r.code, 0) << r.text;
+  ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(fs::exists(dir / "report" / "cmp.json"));
   ASSERT_TRUE(fs::exists(dir / "report" / "cmp.svg"));
   EXPECT_FALSE(fs::exists(dir / "runs" / "compare.svg"));
@@ -126,7 +118,7 @@ TEST(ChartsCli, BenchTrainSvgHasOneBarPerStrategyInEachPanel) {
                        "train --models tiny --batches 1,2 --seq-len 16 --steps 1 --warmup 0 "
                        "--threads 2 --strategies mixed,bf16-sr --svg " +
                        file.string());
-  ASSERT_EQ(r.code, 0) << r.text;
+  ASSERT_EQ(r.code, 0) << r.output;
   ASSERT_TRUE(fs::exists(file));
   expect_parses(file);
   const std::string svg = slurp(file);
@@ -143,11 +135,12 @@ TEST(ChartsCli, BenchTrainSvgHasOneBarPerStrategyInEachPanel) {
 
 TEST(ChartsCli, BadSvgPathIsRefusedBeforeAnyCellRuns) {
   const Output r = run(app("sr-bench") + "train --models tiny --svg /nonexistent-dir/x.svg");
-  EXPECT_EQ(r.code, 2) << r.text;
-  EXPECT_EQ(count(r.text, "\n"), 1u) << r.text;
-  EXPECT_NE(r.text.find("--svg: /nonexistent-dir/x.svg: directory /nonexistent-dir does not exist"),
-            std::string::npos)
-      << r.text;
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_EQ(count(r.output, "\n"), 1u) << r.output;
+  EXPECT_NE(
+      r.output.find("--svg: /nonexistent-dir/x.svg: directory /nonexistent-dir does not exist"),
+      std::string::npos)
+      << r.output;
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 #include "lib/data/token_data.h"
 #include "lib/model/gpt.h"
 #include "lib/train/checkpoint_io.h"
+#include "tests/run_command.h"
 #include "tests/test_hf_support.h"
 #include "tests/test_paths.h"
 
@@ -33,19 +34,9 @@ namespace {
 namespace fs = std::filesystem;
 using namespace testing_hf;
 
-struct Result {
-  int code;
-  std::string output;  // stdout + stderr
-};
+using Result = testing_process::CommandResult;
 
-Result run(const std::string& command) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
-}
+Result run(const std::string& command) { return testing_process::run_command(command); }
 
 Result app(const std::string& name, const std::string& args) {
   return run(std::string(SRKIT_BIN_DIR) + "/" + name + " " + args);
