@@ -154,8 +154,10 @@ SafetensorsReader::SafetensorsReader(const std::string& path)
   nlohmann::json header;
   try {
     header = parse_header_json(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw file_error(path, std::string("header is not valid JSON: ") + e.what());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw file_error(path, strprintf("header is not valid JSON (at byte %zu)", e.byte));
+  } catch (const nlohmann::json::exception&) {
+    throw file_error(path, "header is not valid JSON (a number out of range)");
   } catch (const DuplicateKey& d) {
     const bool tensor_name = d.depth == 1 && d.key != kMetadataKey;
     throw file_error(

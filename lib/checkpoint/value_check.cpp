@@ -15,7 +15,7 @@ unsigned bad(Bits x, unsigned non_negative) {
 }
 
 template <typename Bits>
-size_t first_bad(const Bits* v, size_t n, unsigned non_negative) {
+BadValue first_bad(const Bits* v, size_t n, unsigned non_negative) {
   constexpr size_t kBlock = 4096;
   for (size_t begin = 0; begin < n; begin += kBlock) {
     const size_t end = begin + kBlock < n ? begin + kBlock : n;
@@ -23,15 +23,15 @@ size_t first_bad(const Bits* v, size_t n, unsigned non_negative) {
     for (size_t i = begin; i < end; ++i) any |= bad(v[i], non_negative);
     if (!any) continue;
     for (size_t i = begin; i < end; ++i) {
-      if (bad(v[i], non_negative)) return i;
+      if (bad(v[i], non_negative)) return {i, bad(v[i], 0) != 0};
     }
   }
-  return n;
+  return {n, false};
 }
 
 }  // namespace
 
-size_t first_bad_value(DType dtype, const void* data, size_t n, bool non_negative) {
+BadValue first_bad_value(DType dtype, const void* data, size_t n, bool non_negative) {
   if (dtype == DType::kF32) return first_bad(static_cast<const uint32_t*>(data), n, non_negative);
   return first_bad(static_cast<const uint16_t*>(data), n, non_negative);
 }

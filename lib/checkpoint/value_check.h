@@ -10,11 +10,16 @@
 
 namespace srkit {
 
-// Index of the first of n values of dtype (f32 or bf16 bits) that is NaN or
-// +-Inf, or, with non_negative, below zero (-0 counts as zero); n when every
-// value is good. Reads the bits only, in one branch-free pass per block that
-// the compiler vectorises; only a block holding a bad value is searched for
-// the index, so a good tensor costs one pass at memory speed.
-size_t first_bad_value(DType dtype, const void* data, size_t n, bool non_negative);
+struct BadValue {
+  size_t index;     // n when every value is good
+  bool non_finite;  // NaN or +-Inf; otherwise a negative number
+};
+
+// The first of n values of dtype (f32 or bf16 bits) that is NaN or +-Inf, or,
+// with non_negative, below zero (-0 counts as zero). Reads the bits only, in
+// one branch-free pass per block that the compiler vectorises; only a block
+// holding a bad value is searched for the index, so a good tensor costs one
+// pass at memory speed.
+BadValue first_bad_value(DType dtype, const void* data, size_t n, bool non_negative);
 
 }  // namespace srkit

@@ -67,14 +67,12 @@ void verify_checksum(const std::string& path, const CheckpointMetadata& meta,
 // is for Adam's second moment.
 void verify_values(const std::string& path, const std::string& name, DType dtype, const void* bytes,
                    size_t count, bool non_negative) {
-  const size_t bad = first_bad_value(dtype, bytes, count, non_negative);
-  if (bad == count) return;
-  const bool non_finite =
-      dtype == DType::kF32 ? (static_cast<const uint32_t*>(bytes)[bad] & 0x7f800000u) == 0x7f800000u
-                           : (static_cast<const uint16_t*>(bytes)[bad] & 0x7f80) == 0x7f80;
-  throw std::runtime_error(
-      path + ": tensor '" + name + "' holds " + (non_finite ? "a NaN or Inf" : "a negative value") +
-      strprintf(" at index %zu", bad) + (non_finite ? "" : " (Adam's second moment must be >= 0)"));
+  const BadValue bad = first_bad_value(dtype, bytes, count, non_negative);
+  if (bad.index == count) return;
+  throw std::runtime_error(path + ": tensor '" + name + "' holds " +
+                           (bad.non_finite ? "a NaN or Inf" : "a negative value") +
+                           strprintf(" at index %zu", bad.index) +
+                           (bad.non_finite ? "" : " (Adam's second moment must be >= 0)"));
 }
 
 // The optimizer state buffers whose values are floats, and which of them must
