@@ -21,7 +21,7 @@ HIP_CPU_DIR ?=
 FUZZ_BUILD_DIR ?= build-fuzz
 FUZZ_SECONDS ?= 60
 
-# AddressSanitizer + UndefinedBehaviorSanitizer (gcc, -O1; OpenMP, OpenBLAS and
+# AddressSanitizer + UndefinedBehaviorSanitizer (gcc, -O1 -g1: line tables only; OpenMP, OpenBLAS and
 # MPI as in the release build), CPU only, in a build folder of its own: the cpu
 # and mpi tests, stopping at the first report (docs/reliability.md). Leaks in
 # MPI's own libraries are suppressed (tests/sanitizers/lsan.supp says why); their
@@ -79,7 +79,7 @@ test-emu: deps
 
 test-asan: deps
 	cmake -S . -B $(ASAN_BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSRKIT_CUDA=OFF \
-	  -DSRKIT_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
+	  -DSRKIT_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
 	  -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer" \
 	  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined"
 	$(SANITIZER_ENV) ASAN_OPTIONS=$(ASAN_BASE) cmake --build $(ASAN_BUILD_DIR) -j $(JOBS)

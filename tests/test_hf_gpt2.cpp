@@ -223,6 +223,9 @@ TEST(HfGpt2Names, OnlyTheMaskBuffersAreSkipped) {
   EXPECT_FALSE(is_hf_gpt2_buffer("transformer.h.0.attn.c_attn.bias"));
   EXPECT_FALSE(is_hf_gpt2_buffer("h.attn.bias"));
   EXPECT_FALSE(is_hf_gpt2_buffer("transformer.h.0.attn.bias.x"));
+  EXPECT_FALSE(is_hf_gpt2_buffer("transformer.transformer.h.0.attn.bias"));
+  EXPECT_FALSE(is_hf_gpt2_buffer("h.0x.attn.bias"));
+  EXPECT_FALSE(is_hf_gpt2_buffer("h.1.attn.masked_biasx"));
 }
 
 // ---- config.json ---------------------------------------------------------------

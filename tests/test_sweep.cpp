@@ -340,6 +340,8 @@ TEST(SweepGridNames, FoldersLearningRatesAndDivergedSteps) {
   EXPECT_EQ(diverged_step_of("loss is nan at step 12; stopping"), 12u);
   EXPECT_EQ(diverged_step_of("gradient norm is not finite at step 3; stopping"), 3u);
   EXPECT_EQ(diverged_step_of("no step here"), 0u);
+  EXPECT_EQ(diverged_step_of("loss is nan at step ; stopping"), 0u);
+  EXPECT_EQ(diverged_step_of("at step 99999999999999999999999"), 0u);
 }
 
 }  // namespace

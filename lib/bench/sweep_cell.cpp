@@ -2,10 +2,12 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <stdexcept>
+#include <string>
+#include <string_view>
 
 #include "lib/train/trainer.h"
 #include "lib/util/atomic_file.h"
@@ -84,9 +86,17 @@ SweepCellResult SweepCellResult::from_json(const nlohmann::json& j) {
 }
 
 uint64_t diverged_step_of(const std::string& message) {
-  static const std::regex at_step("at step ([0-9]+)");
-  std::smatch m;
-  return std::regex_search(message, m, at_step) ? std::stoull(m[1].str()) : 0;
+  // The number after the first "at step " (the trainer's divergence message); 0 if none.
+  static constexpr std::string_view kAtStep = "at step ";
+  const size_t at = message.find(kAtStep);
+  if (at == std::string::npos) return 0;
+  uint64_t step = 0;
+  size_t i = at + kAtStep.size(), digits = 0;
+  for (; i < message.size() && message[i] >= '0' && message[i] <= '9'; ++i, ++digits) {
+    if (step > (UINT64_MAX - 9) / 10) return 0;
+    step = step * 10 + uint64_t(message[i] - '0');
+  }
+  return digits ? step : 0;
 }
 
 bool run_sweep_cell(const SweepOptions& options, const SweepCell& cell) {

@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
-#include <regex>
 #include <stdexcept>
+#include <string>
+#include <string_view>
 
 namespace srkit {
 namespace {
@@ -118,8 +119,17 @@ std::vector<HfTensor> hf_gpt2_tensors(const GPTConfig& c) {
 std::string hf_bare_name(const HfTensor& t) { return t.name.substr(std::strlen(kHfModelPrefix)); }
 
 bool is_hf_gpt2_buffer(const std::string& name) {
-  static const std::regex kBuffer(R"((transformer\.)?h\.[0-9]+\.attn\.(bias|masked_bias))");
-  return std::regex_match(name, kBuffer);
+  // [transformer.]h.<digits>.attn.(bias|masked_bias), matched by hand: <regex>
+  // costs more to compile than the rest of this file.
+  std::string_view rest = name;
+  if (rest.starts_with("transformer.")) rest.remove_prefix(std::strlen("transformer."));
+  if (!rest.starts_with("h.")) return false;
+  rest.remove_prefix(2);
+  size_t digits = 0;
+  while (digits < rest.size() && rest[digits] >= '0' && rest[digits] <= '9') ++digits;
+  if (digits == 0) return false;
+  rest.remove_prefix(digits);
+  return rest == ".attn.bias" || rest == ".attn.masked_bias";
 }
 
 void hf_tensor_from_flat(const HfTensor& t, const ParamLayout& layout, const void* flat, void* hf,
