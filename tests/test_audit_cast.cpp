@@ -80,6 +80,79 @@ TEST(RoundingStats, MergeEqualsOnePass) {
   for (int k = 0; k < RoundingStats::kErrorBins; ++k) EXPECT_EQ(a.error_bin(k), all.error_bin(k));
 }
 
+// add_batch against add() input by input: counts and histograms exactly, sums
+// to rounding (they are taken in lanes). Batches of every length mod 4 (the
+// tail path), with non-finite roundings inside and not inside a batch (the
+// per-bucket summary is used only when a batch has none), and zero inputs.
+TEST(RoundingStats, AddBatchEqualsAddPerInput) {
+  for (size_t n : {size_t(1), size_t(3), size_t(4), size_t(7), size_t(255), size_t(256)}) {
+    for (bool with_overflow : {false, true}) {
+      RoundingStats one, batched;
+      RoundingStats::InputBatch in;
+      std::vector<float> q(n);
+      std::vector<uint8_t> up(n);
+      for (size_t i = 0; i < n; ++i) {
+        const double x = i % 11 == 0 ? 0.0 : (i % 2 ? -1.0 : 1.0) * (0.5 + 0.37 * double(i));
+        const double ulp = 0x1p-7 * std::exp2(std::floor(std::log2(std::fabs(x) + 1)));
+        const double f = double((i * 7) % 16) / 16.0 + 1.0 / 64;
+        const bool overflow = with_overflow && i % 5 == 2;
+        q[i] = overflow ? INFINITY : float(x + ((i % 3) - 1.0) * ulp * 0.5);
+        up[i] = uint8_t(i % 3 == 2);
+        in.set(i, x, f, ulp);
+        one.add(RoundingStats::Input::make(x, f, ulp), double(q[i]), up[i] != 0);
+      }
+      in.summarize(n);
+      batched.add_batch(in, q.data(), up.data());
+      SCOPED_TRACE("n=" + std::to_string(n) + " overflow=" + std::to_string(with_overflow));
+      EXPECT_EQ(batched.count(), one.count());
+      EXPECT_EQ(batched.overflows(), one.overflows());
+      EXPECT_NEAR(batched.mean_error(), one.mean_error(),
+                  1e-12 * (1 + std::fabs(one.mean_error())));
+      EXPECT_NEAR(batched.mse(), one.mse(), 1e-12 * one.mse());
+      EXPECT_EQ(batched.max_abs_error(), one.max_abs_error());
+      EXPECT_NEAR(batched.mean_error_ulps(), one.mean_error_ulps(), 1e-12);
+      EXPECT_NEAR(batched.relative_bias(), one.relative_bias(), 1e-12);
+      EXPECT_NEAR(batched.variance_ratio(), one.variance_ratio(), 1e-9);
+      EXPECT_NEAR(batched.chi_square(), one.chi_square(), 1e-9 * (1 + one.chi_square()));
+      for (int b = 0; b < RoundingStats::kFractionBuckets; ++b) {
+        EXPECT_EQ(batched.bucket_count(b), one.bucket_count(b)) << b;
+        if (one.bucket_count(b)) {
+          EXPECT_NEAR(batched.bucket_mean_f(b), one.bucket_mean_f(b), 1e-12) << b;
+          EXPECT_EQ(batched.bucket_p_up(b), one.bucket_p_up(b)) << b;
+        }
+      }
+      for (int k = 0; k < RoundingStats::kErrorBins; ++k) {
+        EXPECT_EQ(batched.error_bin(k), one.error_bin(k)) << k;
+      }
+    }
+  }
+}
+
+TEST(RoundingStats, SummarizeRefusesMoreThanABatch) {
+  RoundingStats::InputBatch in;
+  EXPECT_THROW(in.summarize(RoundingStats::InputBatch::kMax + 1), std::logic_error);
+}
+
+// Sampler::fill gives sample()'s values bit for bit, for every distribution,
+// from starts that are not multiples of the generator's 32 blocks.
+TEST(Sampler, FillEqualsSampleForEveryDistribution) {
+  for (Dist d : {Dist::kUniform, Dist::kNormal, Dist::kLogUniform, Dist::kGrid}) {
+    DistParams p;
+    p.dist = d;
+    for (FpFormat f : {FpFormat::kBf16, FpFormat::kE4M3}) {
+      const Sampler sampler(p, 9, f);
+      for (uint64_t first : {uint64_t(0), uint64_t(5), uint64_t(1) << 33}) {
+        std::vector<float> x(77);
+        sampler.fill(first, x.size(), x.data());
+        for (size_t k = 0; k < x.size(); ++k) {
+          ASSERT_EQ(float_as_bits(x[k]), float_as_bits(sample(p, 9, first + k, f)))
+              << dist_name(d) << " " << fp_format_name(f) << " index " << first + k;
+        }
+      }
+    }
+  }
+}
+
 TEST(Bf16Fraction, FractionAndDirection) {
   RoundingStats s;
   // 1 + 0.25 ulp rounded up: f = 0.25, up, error +0.75 ulp (ulp = 2^-7).

@@ -6,12 +6,13 @@
 #include <stdexcept>
 
 #include "kernels/common/sr_bits.h"
+#include "kernels/cpu/philox_simd.h"
 #include "lib/util/format.h"
 
 namespace srkit::audit {
 namespace {
 
-constexpr size_t kChunk = size_t(1) << 16;  // inputs per work item (a multiple of 8)
+constexpr size_t kChunk = size_t(1) << 16;  // inputs per work item
 constexpr size_t kChunksPerRound = 64;      // work items merged together, in order
 
 constexpr RoundMode kModes[] = {RoundMode::kRN, RoundMode::kSR, RoundMode::kRZ};
@@ -21,29 +22,67 @@ struct ChunkStats {
   RoundingStats by_mode[kModeCount];
 };
 
-// Statistics of inputs [begin, begin + n), begin a multiple of 8: streamed
-// element by element, so the work is independent of which thread runs it.
-ChunkStats audit_chunk(const CastAuditConfig& c, uint64_t begin, size_t n) {
+// Inputs go through a chunk in batches: the samples and the SR bits of a
+// batch come from the vectorized Philox, every mode's roundings are computed
+// into arrays, and each mode's statistics take the batch at once
+// (RoundingStats::add_batch).
+constexpr size_t kBatch = RoundingStats::InputBatch::kMax;
+static_assert(kBatch == cpu::kSrBitsBatch && kChunk % kBatch == 0);
+
+struct BatchScratch {
+  RoundingStats::InputBatch in;
+  alignas(64) float x[kBatch];
+  alignas(64) float q[kModeCount][kBatch];
+  alignas(64) uint8_t up[kModeCount][kBatch];
+  alignas(64) uint16_t r[kBatch];
+};
+
+// Statistics of inputs [begin, begin + n), begin a multiple of kBatch: the
+// work is a function of the chunk alone, whichever thread runs it.
+template <FpFormat F>
+ChunkStats audit_chunk(const Sampler& sampler, const cpu::SrStream& sr, uint64_t begin, size_t n) {
   ChunkStats s;
-  const float max = fp_format_max(c.format);
-  Philox4 block{};
-  for (size_t i = 0; i < n; ++i) {
-    const uint64_t index = begin + i;
-    if (index % 8 == 0) block = sr_block(c.seed, RngPurpose::kCast, 0, index / 8);
-    const float x = sample(c.dist, c.seed, index, c.format);
-    if (!(std::fabs(x) <= max)) {
-      for (RoundingStats& m : s.by_mode) m.add_out_of_range();
-      continue;
+  BatchScratch b;
+  const float max = fp_format_max(F);
+  for (size_t done = 0; done < n; done += kBatch) {
+    const uint64_t first = begin + done;
+    const size_t count = std::min(kBatch, n - done);
+    sampler.fill(first, count, b.x);
+    // SR bits of elements first .. first + 255: the contract's bits for the cast.
+    cpu::sr_bits_batch(sr, first / kSrElementsPerPhilox, b.r);
+    // Branch-free, so that it vectorizes where the format's rounding does: an
+    // out-of-range input is rounded as 0 and its results replaced by NaN,
+    // which add_batch counts as out of range.
+#pragma omp simd
+    for (size_t i = 0; i < count; ++i) {
+      const bool in_range = std::fabs(b.x[i]) <= max;
+      const float x = in_range ? b.x[i] : 0.0f;
+      const Bracket br = bracket(F, x);
+      b.in.set(i, x, br.f, br.ulp);
+      for (int m = 0; m < kModeCount; ++m) {
+        const float q = fp_round(F, kModes[m], x, b.r[i]);
+        b.q[m][i] = in_range ? q : NAN;
+        b.up[m][i] = uint8_t(in_range & rounded_up(br, q));
+      }
     }
-    const uint32_t r = sr_lane(block, unsigned(index % 8));
-    const Bracket b = bracket(c.format, x);
-    const RoundingStats::Input in = RoundingStats::Input::make(x, b.f, b.ulp);
-    for (int m = 0; m < kModeCount; ++m) {
-      const float q = fp_round(c.format, kModes[m], x, r);
-      s.by_mode[m].add(in, q, rounded_up(b, q));
-    }
+    b.in.summarize(count);
+    for (int m = 0; m < kModeCount; ++m) s.by_mode[m].add_batch(b.in, b.q[m], b.up[m]);
   }
   return s;
+}
+
+ChunkStats audit_chunk(FpFormat format, const Sampler& sampler, const cpu::SrStream& sr,
+                       uint64_t begin, size_t n) {
+  switch (format) {
+    case FpFormat::kBf16:
+      return audit_chunk<FpFormat::kBf16>(sampler, sr, begin, n);
+    case FpFormat::kFp16:
+      return audit_chunk<FpFormat::kFp16>(sampler, sr, begin, n);
+    case FpFormat::kE4M3:
+      return audit_chunk<FpFormat::kE4M3>(sampler, sr, begin, n);
+    default:
+      return audit_chunk<FpFormat::kE5M2>(sampler, sr, begin, n);
+  }
 }
 
 }  // namespace
@@ -70,6 +109,8 @@ void add_rounding(RoundingStats& s, const Bracket& b, float x, float q) {
 std::vector<NamedStats> run_cast_audit(const CastAuditConfig& c) {
   validate(c);
   const uint64_t chunks = (c.samples + kChunk - 1) / kChunk;
+  const Sampler sampler(c.dist, c.seed, c.format);
+  const cpu::SrStream sr = cpu::sr_stream(c.seed, RngPurpose::kCast, 0);
   RoundingStats total[kModeCount];
   std::vector<ChunkStats> slots(kChunksPerRound);
   for (uint64_t first = 0; first < chunks; first += kChunksPerRound) {
@@ -77,8 +118,8 @@ std::vector<NamedStats> run_cast_audit(const CastAuditConfig& c) {
 #pragma omp parallel for schedule(dynamic)
     for (int64_t k = 0; k < count; ++k) {
       const uint64_t begin = (first + uint64_t(k)) * kChunk;
-      slots[size_t(k)] =
-          audit_chunk(c, begin, size_t(std::min<uint64_t>(kChunk, c.samples - begin)));
+      slots[size_t(k)] = audit_chunk(c.format, sampler, sr, begin,
+                                     size_t(std::min<uint64_t>(kChunk, c.samples - begin)));
     }
     for (int64_t k = 0; k < count; ++k) {
       for (int m = 0; m < kModeCount; ++m) total[m].merge(slots[size_t(k)].by_mode[m]);

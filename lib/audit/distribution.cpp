@@ -1,13 +1,16 @@
 #include "lib/audit/distribution.h"
 
 #include <algorithm>
+#include <bit>
 #include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 
 #include "kernels/common/sr_bits.h"
+#include "kernels/cpu/philox_simd.h"
 #include "lib/util/format.h"
 
 namespace srkit::audit {
@@ -144,29 +147,66 @@ std::string describe(const DistParams& p) {
   return buf;
 }
 
-float sample(const DistParams& p, uint64_t seed, uint64_t index, FpFormat format) {
-  const Philox4 w = sr_block(seed, RngPurpose::kAuditData, 0, index);
-  const double u = unit(w.v[0], w.v[1]);
+namespace {
+
+Sampler::Setup setup_of(const DistParams& p, FpFormat format) {
+  Sampler::Setup s;
+  if (p.dist == Dist::kGrid) {
+    grid_exponents(p, format, &s.grid_lo, &s.grid_hi);
+    s.grid_man = -std::ilogb(fp_format_ulp(format, 1.0f));
+  }
+  return s;
+}
+
+// Sample `index` from its Philox block w (the stream's block number `index`):
+// the one definition of every distribution, shared by sample() and Sampler.
+float sample_from_block(const DistParams& p, const Sampler::Setup& s, const uint32_t* w,
+                        uint64_t index) {
+  const double u = unit(w[0], w[1]);
   switch (p.dist) {
     case Dist::kUniform:
       return float(p.a + (p.b - p.a) * u);
     case Dist::kNormal: {
       const double radius = std::sqrt(-2.0 * std::log1p(-u));
-      return float(p.mu + p.sigma * radius * std::cos(kTwoPi * unit(w.v[2], w.v[3])));
+      return float(p.mu + p.sigma * radius * std::cos(kTwoPi * unit(w[2], w[3])));
     }
     case Dist::kLogUniform:
       return float(std::exp2(p.emin + (p.emax - p.emin) * u));
     case Dist::kGrid: {
-      int lo, hi;
-      grid_exponents(p, format, &lo, &hi);
-      const int man = -std::ilogb(fp_format_ulp(format, 1.0f));
-      const int e = lo + int(w.v[2] % uint32_t(hi - lo));
-      const uint32_t k = w.v[3] & ((1u << man) - 1);
+      const int e = s.grid_lo + int(w[2] % uint32_t(s.grid_hi - s.grid_lo));
+      const uint32_t k = w[3] & ((1u << s.grid_man) - 1);
       const double f = p.fractions[index % p.fractions.size()];
-      return float(std::ldexp(1.0 + (double(k) + f) * std::ldexp(1.0, -man), e));
+      return float(std::ldexp(1.0 + (double(k) + f) * std::ldexp(1.0, -s.grid_man), e));
     }
   }
   return 0.0f;
+}
+
+}  // namespace
+
+float sample(const DistParams& p, uint64_t seed, uint64_t index, FpFormat format) {
+  const Philox4 w = sr_block(seed, RngPurpose::kAuditData, 0, index);
+  return sample_from_block(p, setup_of(p, format), w.v, index);
+}
+
+Sampler::Sampler(const DistParams& p, uint64_t seed, FpFormat format)
+    : params_(p), seed_(seed), setup_((validate(p), setup_of(p, format))) {}
+
+void Sampler::fill(uint64_t first, size_t n, float* x) const {
+  const cpu::SrStream stream = cpu::sr_stream(seed_, RngPurpose::kAuditData, 0);
+  // sr_bits_batch gives blocks as 16-bit lanes, low half first: on a
+  // little-endian machine they are the blocks' 32-bit words in order.
+  static_assert(std::endian::native == std::endian::little);
+  uint16_t lanes[cpu::kSrBitsBatch];
+  uint32_t words[cpu::kSrBitsBatch / 2];
+  for (size_t k0 = 0; k0 < n; k0 += cpu::kSrBatchGroups) {
+    cpu::sr_bits_batch(stream, first + k0, lanes);
+    std::memcpy(words, lanes, sizeof words);
+    const size_t count = std::min(cpu::kSrBatchGroups, n - k0);
+    for (size_t k = 0; k < count; ++k) {
+      x[k0 + k] = sample_from_block(params_, setup_, words + 4 * k, first + k0 + k);
+    }
+  }
 }
 
 }  // namespace srkit::audit

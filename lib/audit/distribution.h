@@ -3,6 +3,7 @@
 // reproducible, need no buffers of N values, and do not depend on threads.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -50,5 +51,26 @@ std::string describe(const DistParams& p);
 // Sample i of the distribution, as a float (the value the cast sees). Only the
 // grid depends on the target format (its neighbours).
 float sample(const DistParams& p, uint64_t seed, uint64_t index, FpFormat format = FpFormat::kBf16);
+
+// The samples of one (distribution, seed, format), many at a time, equal to
+// sample()'s: the distribution's setup is done once, and the Philox blocks come
+// 32 at a time from the CPU's vectorized generator (kernels/cpu/philox_simd.h)
+// instead of one scalar block per sample. Throws like validate() and
+// grid_exponents() on unusable parameters.
+class Sampler {
+ public:
+  Sampler(const DistParams& p, uint64_t seed, FpFormat format);
+  // x[k] = sample(p, seed, first + k, format) for k in [0, n).
+  void fill(uint64_t first, size_t n, float* x) const;
+
+  struct Setup {
+    int grid_lo = 0, grid_hi = 0, grid_man = 0;  // the grid's exponents and mantissa bits
+  };
+
+ private:
+  DistParams params_;
+  uint64_t seed_;
+  Setup setup_;
+};
 
 }  // namespace srkit::audit

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -34,10 +35,40 @@ class RoundingStats {
     }
   };
 
+  // Input for many inputs at once, as arrays (structure of arrays), so that
+  // add_batch's sums run across SIMD lanes. Fill entries 0 .. n-1 with set(),
+  // then call summarize(n) once: the per-bucket sums it takes are the same for
+  // every mode that rounds these inputs, so each mode's add_batch adds them
+  // whole instead of scattering them input by input.
+  struct InputBatch {
+    static constexpr size_t kMax = 256;
+    alignas(64) double x[kMax], f[kMax], ulp[kMax], inv_ulp[kMax], inv_abs_x[kMax],
+        theory_var[kMax];
+    alignas(64) int bucket[kMax];
+    size_t summarized = 0;  // the n of the last summarize()
+    uint64_t bucket_n[kFractionBuckets];
+    double bucket_f[kFractionBuckets], bucket_var[kFractionBuckets];
+
+    void set(size_t i, double xi, double fi, double ulpi) {
+      const Input in = Input::make(xi, fi, ulpi);
+      x[i] = in.x, f[i] = in.f, ulp[i] = in.ulp, inv_ulp[i] = in.inv_ulp;
+      inv_abs_x[i] = in.inv_abs_x, theory_var[i] = in.theory_var, bucket[i] = in.bucket;
+    }
+    void summarize(size_t n);
+  };
+
   void add(double x, double q, double f, bool up, double ulp) {
     add(Input::make(x, f, ulp), q, up);
   }
   inline void add(const Input& in, double q, bool up);
+  // add(input i, q[i], up[i]) for i in [0, n), n = in.summarized, except
+  // that the sums are taken in kLanes interleaved partial sums (element i in
+  // lane i % kLanes) that are added in lane order at the end of the batch: the
+  // same statistics up to rounding, in a fixed order (so still the same bits
+  // for any thread count), at SIMD speed. A non-finite q[i] counts as out of
+  // range, like add().
+  void add_batch(const InputBatch& in, const float* q, const uint8_t* up);
+  static constexpr size_t kLanes = 4;
   // An input outside the format's finite range, or a result that overflowed to
   // +-Inf: counted apart and left out of every other statistic.
   void add_out_of_range() { ++overflows_; }
