@@ -12,13 +12,24 @@ void gelu_forward(T* out, const T* inp, size_t n) {
   for (size_t i = 0; i < n; ++i) out[i] = from_f32<T>(gelu(to_f32(inp[i])));
 }
 
-template <typename T>
-void gelu_backward(T* dinp, GradWrite dinp_mode, const T* inp, const T* dout, size_t n) {
-  const bool acc = dinp_mode == GradWrite::kAccumulate;
+// The write mode as a template argument: with it a run-time flag, grad_base's
+// select is a conditional load and GCC left the loop scalar (gelu_backward was
+// then 15-20% of a d4 step, 6x gelu_forward).
+template <bool kAccumulate, typename T>
+void gelu_backward_pass(T* dinp, const T* inp, const T* dout, size_t n) {
 #pragma omp parallel for simd schedule(static) if (parallel : n >= kParallelMinWork)
   for (size_t i = 0; i < n; ++i) {
     const float d = gelu_grad(to_f32(inp[i])) * to_f32(dout[i]);
-    dinp[i] = from_f32<T>(grad_base(dinp[i], acc) + d);
+    dinp[i] = from_f32<T>(grad_base(dinp[i], kAccumulate) + d);
+  }
+}
+
+template <typename T>
+void gelu_backward(T* dinp, GradWrite dinp_mode, const T* inp, const T* dout, size_t n) {
+  if (dinp_mode == GradWrite::kAccumulate) {
+    gelu_backward_pass<true>(dinp, inp, dout, n);
+  } else {
+    gelu_backward_pass<false>(dinp, inp, dout, n);
   }
 }
 
