@@ -61,26 +61,61 @@ void store_rows(T* dst, const float* acc, HeadView v, int Tn, int hs, bool accum
   }
 }
 
-// y[j] += sum over r = 0..R-1, in that order, of a[r] * X[r][j] (rows of X at
-// stride ld), for j < n. Four rows per pass keep y[j] in a register across four
-// updates; the additions still run r = 0, 1, 2, ... so the bits equal those of
-// the plain one-row-at-a-time loop.
-void add_rows(float* y, const float* a, const float* X, size_t ld, int R, int n) {
+// For each of Q outputs: y[q][j] += sum over r = 0..R-1, in that order, of
+// a[q][r] * X[r][j] (rows of X at stride ld), for j < n. The Q outputs share
+// every load of X (a block of Q query rows reads the keys or values once, not Q
+// times), and four rows per pass keep y[q][j] in a register across four
+// updates; each y[q][j] still adds r = 0, 1, 2, ... in order, so the bits equal
+// those of the plain one-row-at-a-time loop, whatever Q and wherever R is split.
+template <int Q>
+void add_rows_block(float* const* y, const float* const* a, const float* X, size_t ld, int R,
+                    int n) {
   int r = 0;
   for (; r + 4 <= R; r += 4) {
-    const float a0 = a[r], a1 = a[r + 1], a2 = a[r + 2], a3 = a[r + 3];
+    float c[Q][4];
+    for (int q = 0; q < Q; ++q) {
+      for (int k = 0; k < 4; ++k) c[q][k] = a[q][r + k];
+    }
     const float* x0 = X + size_t(r) * ld;
     const float *x1 = x0 + ld, *x2 = x1 + ld, *x3 = x2 + ld;
 #pragma omp simd
-    for (int j = 0; j < n; ++j)
-      y[j] = (((y[j] + a0 * x0[j]) + a1 * x1[j]) + a2 * x2[j]) + a3 * x3[j];
+    for (int j = 0; j < n; ++j) {
+      const float v0 = x0[j], v1 = x1[j], v2 = x2[j], v3 = x3[j];
+      for (int q = 0; q < Q; ++q) {
+        y[q][j] = (((y[q][j] + c[q][0] * v0) + c[q][1] * v1) + c[q][2] * v2) + c[q][3] * v3;
+      }
+    }
   }
   for (; r < R; ++r) {
-    const float ar = a[r];
+    float c[Q];
+    for (int q = 0; q < Q; ++q) c[q] = a[q][r];
     const float* xr = X + size_t(r) * ld;
 #pragma omp simd
-    for (int j = 0; j < n; ++j) y[j] += ar * xr[j];
+    for (int j = 0; j < n; ++j) {
+      for (int q = 0; q < Q; ++q) y[q][j] += c[q] * xr[j];
+    }
   }
+}
+
+// Blocks of up to kQueryBlock query rows go through add_rows_block together.
+constexpr int kQueryBlock = 4;
+
+void add_rows(float* const* y, const float* const* a, int count, const float* X, size_t ld, int R,
+              int n) {
+  switch (count) {
+    case 1:
+      return add_rows_block<1>(y, a, X, ld, R, n);
+    case 2:
+      return add_rows_block<2>(y, a, X, ld, R, n);
+    case 3:
+      return add_rows_block<3>(y, a, X, ld, R, n);
+    default:
+      return add_rows_block<kQueryBlock>(y, a, X, ld, R, n);
+  }
+}
+
+void add_rows(float* y, const float* a, const float* X, size_t ld, int R, int n) {
+  add_rows_block<1>(&y, &a, X, ld, R, n);
 }
 
 }  // namespace
@@ -94,7 +129,7 @@ void attention_forward(T* out, T* att, const T* inp, int B, int Tn, int C, int N
 #pragma omp parallel if (parallel : size_t(B) * Tn * Tn * C >= kParallelMinWork)
   {
     std::vector<float> kt(size_t(hs) * Tn), v(size_t(Tn) * hs), q(size_t(Tn) * hs);
-    std::vector<float> s(Tn), acc(hs);
+    std::vector<float> s(size_t(kQueryBlock) * Tn), acc(size_t(kQueryBlock) * hs);
 #pragma omp for collapse(2) schedule(static)
     for (int b = 0; b < B; ++b) {
       for (int h = 0; h < NH; ++h) {
@@ -104,38 +139,59 @@ void attention_forward(T* out, T* att, const T* inp, int B, int Tn, int C, int N
         load_transposed(kt.data(), x, {C3, C + head}, Tn, hs);
         load_rows(v.data(), x, {C3, 2 * C + head}, Tn, hs);
         T* att_bh = att + (size_t(b) * NH + h) * TT;
-        for (int t = 0; t < Tn; ++t) {
-          const int n = t + 1;  // visible keys 0..t
-          const float* qt = &q[size_t(t) * hs];
-          // s[t2] = q_t . k_t2, accumulated over i in order.
-          std::fill_n(s.begin(), n, 0.0f);
-          add_rows(s.data(), qt, kt.data(), Tn, hs, n);
-          T* att_row = att_bh + size_t(t) * Tn;
-          float mx = -std::numeric_limits<float>::infinity();
+        // Query rows t0 .. t0 + count - 1 at a time (they share the loads of k and v).
+        for (int t0 = 0; t0 < Tn; t0 += kQueryBlock) {
+          const int count = std::min(kQueryBlock, Tn - t0);
+          float* srow[kQueryBlock];
+          const float* qrow[kQueryBlock];
+          float* arow[kQueryBlock];
+          for (int k = 0; k < count; ++k) {
+            srow[k] = &s[size_t(k) * Tn];
+            qrow[k] = &q[size_t(t0 + k) * hs];
+            arow[k] = &acc[size_t(k) * hs];
+          }
+          // s[t2] = q_t . k_t2, accumulated over i in order, for the keys the last
+          // row of the block sees (earlier rows' extra scores are never read).
+          const int n_block = t0 + count;
+          for (int k = 0; k < count; ++k) std::fill_n(srow[k], n_block, 0.0f);
+          add_rows(srow, qrow, count, kt.data(), Tn, hs, n_block);
+          for (int k = 0; k < count; ++k) {
+            const int t = t0 + k, n = t + 1;  // visible keys 0..t
+            float* st = srow[k];
+            T* att_row = att_bh + size_t(t) * Tn;
+            float mx = -std::numeric_limits<float>::infinity();
 #pragma omp simd reduction(max : mx)
-          for (int t2 = 0; t2 < n; ++t2) {
-            s[t2] *= scale;
-            mx = std::max(mx, s[t2]);
-          }
-          float sum = 0.0f;
+            for (int t2 = 0; t2 < n; ++t2) {
+              st[t2] *= scale;
+              mx = std::max(mx, st[t2]);
+            }
+            float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
-          for (int t2 = 0; t2 < n; ++t2) {
-            s[t2] = exp_poly(s[t2] - mx);
-            sum += s[t2];
-          }
-          const float inv = 1.0f / sum;
+            for (int t2 = 0; t2 < n; ++t2) {
+              st[t2] = exp_poly(st[t2] - mx);
+              sum += st[t2];
+            }
+            const float inv = 1.0f / sum;
 #pragma omp simd
-          for (int t2 = 0; t2 < n; ++t2) {
-            att_row[t2] = from_f32<T>(s[t2] * inv);
-            s[t2] = to_f32(att_row[t2]);  // out uses att exactly as stored
+            for (int t2 = 0; t2 < n; ++t2) {
+              att_row[t2] = from_f32<T>(st[t2] * inv);
+              st[t2] = to_f32(att_row[t2]);  // out uses att exactly as stored
+            }
+            for (int t2 = n; t2 < Tn; ++t2) att_row[t2] = T{};
           }
-          for (int t2 = n; t2 < Tn; ++t2) att_row[t2] = T{};
-          // out_t = sum_t2 att[t2] * v_t2, accumulated over t2 in order.
-          std::fill(acc.begin(), acc.end(), 0.0f);
-          add_rows(acc.data(), s.data(), v.data(), hs, n, hs);
-          T* o = out + (size_t(b) * Tn + t) * C + head;
+          // out_t = sum_t2 att[t2] * v_t2, accumulated over t2 in order: keys 0..t0
+          // for the whole block, then each row's own last keys t0 + 1 .. t.
+          for (int k = 0; k < count; ++k) std::fill_n(arow[k], hs, 0.0f);
+          const float* const* att_rows = srow;
+          add_rows(arow, att_rows, count, v.data(), hs, t0 + 1, hs);
+          for (int k = 1; k < count; ++k) {
+            add_rows(arow[k], srow[k] + t0 + 1, &v[size_t(t0 + 1) * hs], hs, k, hs);
+          }
+          for (int k = 0; k < count; ++k) {
+            T* o = out + (size_t(b) * Tn + t0 + k) * C + head;
 #pragma omp simd
-          for (int i = 0; i < hs; ++i) o[i] = from_f32<T>(acc[i]);
+            for (int i = 0; i < hs; ++i) o[i] = from_f32<T>(arow[k][i]);
+          }
         }
       }
     }
@@ -154,7 +210,8 @@ void attention_backward(T* dinp, GradWrite dinp_mode, const T* dout, const T* in
 #pragma omp parallel if (parallel : size_t(B) * Tn * Tn * C >= kParallelMinWork)
   {
     std::vector<float> q(THS), k(THS), vt(THS), dq(THS), dk(THS), dv(THS);
-    std::vector<float> a(Tn), da(Tn), dp(Tn), g(hs);
+    std::vector<float> a(size_t(kQueryBlock) * Tn), da(size_t(kQueryBlock) * Tn);
+    std::vector<float> dp(size_t(kQueryBlock) * Tn), g(size_t(kQueryBlock) * hs);
 #pragma omp for collapse(2) schedule(static)
     for (int b = 0; b < B; ++b) {
       for (int h = 0; h < NH; ++h) {
@@ -167,39 +224,67 @@ void attention_backward(T* dinp, GradWrite dinp_mode, const T* dout, const T* in
         std::fill(dk.begin(), dk.end(), 0.0f);
         std::fill(dv.begin(), dv.end(), 0.0f);
         const T* att_bh = att + (size_t(b) * NH + h) * TT;
-        for (int t = 0; t < Tn; ++t) {
-          const int n = t + 1;
-          const T* go = dout + (size_t(b) * Tn + t) * C + head;
+        // Query rows t0 .. t0 + count - 1 at a time, as in the forward; dv and dk
+        // still take their updates row after row, in t order.
+        for (int t0 = 0; t0 < Tn; t0 += kQueryBlock) {
+          const int count = std::min(kQueryBlock, Tn - t0);
+          const int n_block = t0 + count;
+          float *gr[kQueryBlock], *dar[kQueryBlock], *dpr[kQueryBlock], *dqr[kQueryBlock];
+          for (int r = 0; r < count; ++r) {
+            const int t = t0 + r;
+            gr[r] = &g[size_t(r) * hs];
+            dar[r] = &da[size_t(r) * Tn];
+            dpr[r] = &dp[size_t(r) * Tn];
+            dqr[r] = &dq[size_t(t) * hs];
+            const T* go = dout + (size_t(b) * Tn + t) * C + head;
 #pragma omp simd
-          for (int i = 0; i < hs; ++i) g[i] = to_f32(go[i]);
-          const T* att_row = att_bh + size_t(t) * Tn;
+            for (int i = 0; i < hs; ++i) gr[r][i] = to_f32(go[i]);
+            const T* att_row = att_bh + size_t(t) * Tn;
+            float* ar = &a[size_t(r) * Tn];
 #pragma omp simd
-          for (int t2 = 0; t2 < n; ++t2) a[t2] = to_f32(att_row[t2]);
-          // da[t2] = dout_t . v_t2 (over i in order); dv_t2 += att[t2] * dout_t.
-          std::fill_n(da.begin(), n, 0.0f);
-          add_rows(da.data(), g.data(), vt.data(), Tn, hs, n);
-          for (int t2 = 0; t2 < n; ++t2) {
-            const float w = a[t2];
-            float* dvr = &dv[size_t(t2) * hs];
-#pragma omp simd
-            for (int i = 0; i < hs; ++i) dvr[i] += w * g[i];
+            for (int t2 = 0; t2 <= t; ++t2) ar[t2] = to_f32(att_row[t2]);
+            std::fill_n(dar[r], n_block, 0.0f);
           }
-          // Softmax backward: dpre = att * (datt - sum(att * datt)).
-          float dot = 0.0f;
+          // da[t2] = dout_t . v_t2 (over i in order), for the keys of the block's last row.
+          const float* const* g_rows = gr;
+          add_rows(dar, g_rows, count, vt.data(), Tn, hs, n_block);
+          for (int r = 0; r < count; ++r) {
+            const int t = t0 + r, n = t + 1;
+            const float* ar = &a[size_t(r) * Tn];
+            const float* dat = dar[r];
+            float* dpt = dpr[r];
+            // dv_t2 += att[t2] * dout_t.
+            for (int t2 = 0; t2 < n; ++t2) {
+              const float w = ar[t2];
+              float* dvr = &dv[size_t(t2) * hs];
+#pragma omp simd
+              for (int i = 0; i < hs; ++i) dvr[i] += w * gr[r][i];
+            }
+            // Softmax backward: dpre = att * (datt - sum(att * datt)).
+            float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
-          for (int t2 = 0; t2 < n; ++t2) dot += a[t2] * da[t2];
+            for (int t2 = 0; t2 < n; ++t2) dot += ar[t2] * dat[t2];
 #pragma omp simd
-          for (int t2 = 0; t2 < n; ++t2) dp[t2] = a[t2] * (da[t2] - dot);
-            // score = scale * q_t . k_t2: dq_t += scale dp[t2] k_t2; dk_t2 += scale dp[t2] q_t.
+            for (int t2 = 0; t2 < n; ++t2) dpt[t2] = ar[t2] * (dat[t2] - dot);
+              // score = scale * q_t . k_t2: dq_t += scale dp[t2] k_t2; dk_t2 += scale dp[t2] q_t.
 #pragma omp simd
-          for (int t2 = 0; t2 < n; ++t2) dp[t2] *= scale;
-          const float* qt = &q[size_t(t) * hs];
-          add_rows(&dq[size_t(t) * hs], dp.data(), k.data(), hs, n, hs);
-          for (int t2 = 0; t2 < n; ++t2) {
-            const float w = dp[t2];
-            float* dkr = &dk[size_t(t2) * hs];
+            for (int t2 = 0; t2 < n; ++t2) dpt[t2] *= scale;
+          }
+          // dq_t over keys 0..t0 for the whole block, then each row's own last keys.
+          const float* const* dp_rows = dpr;
+          add_rows(dqr, dp_rows, count, k.data(), hs, t0 + 1, hs);
+          for (int r = 1; r < count; ++r) {
+            add_rows(dqr[r], dpr[r] + t0 + 1, &k[size_t(t0 + 1) * hs], hs, r, hs);
+          }
+          for (int r = 0; r < count; ++r) {
+            const int t = t0 + r, n = t + 1;
+            const float* qt = &q[size_t(t) * hs];
+            for (int t2 = 0; t2 < n; ++t2) {
+              const float w = dpr[r][t2];
+              float* dkr = &dk[size_t(t2) * hs];
 #pragma omp simd
-            for (int i = 0; i < hs; ++i) dkr[i] += w * qt[i];
+              for (int i = 0; i < hs; ++i) dkr[i] += w * qt[i];
+            }
           }
         }
         T* dx = dinp + size_t(b) * Tn * C3;
