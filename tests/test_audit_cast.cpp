@@ -2,10 +2,8 @@
 // sr-audit binary's command line (exit codes, table).
 #include <gtest/gtest.h>
 #include <omp.h>
-#include <sys/wait.h>
 
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -19,6 +17,7 @@
 #include "lib/audit/cast_audit.h"
 #include "lib/audit/distribution.h"
 #include "lib/audit/rounding_stats.h"
+#include "tests/run_command.h"
 #include "tests/test_paths.h"
 
 namespace srkit::audit {
@@ -430,18 +429,11 @@ struct ProcessResult {
   std::string out;
 };
 
-// Runs sr-audit with `args`; captures stdout, or stderr when `stderr_only`.
+// Runs sr-audit with `args`; its stdout, or its stderr when `stderr_only`.
 ProcessResult sr_audit(const std::string& args, bool stderr_only = false) {
-  const std::string cmd = std::string(SRKIT_BIN_DIR) + "/sr-audit " + args +
-                          (stderr_only ? " 2>&1 >/dev/null" : " 2>/dev/null");
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) throw std::runtime_error("popen failed: " + cmd);
-  std::string out;
-  char buf[4096];
-  size_t got;
-  while ((got = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, got);
-  const int status = pclose(p);
-  return ProcessResult{WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  const srkit::testing_process::SplitResult r =
+      srkit::testing_process::run_command_split(std::string(SRKIT_BIN_DIR) + "/sr-audit " + args);
+  return ProcessResult{r.code, stderr_only ? r.err : r.out};
 }
 
 TEST(SrAuditBinary, BadFlagsExitTwoWithOneLine) {

@@ -3,9 +3,7 @@
 // expected content, --svg writes an SVG with the expected number of series,
 // and output is deterministic under a fixed seed.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -13,6 +11,7 @@
 #include <string>
 
 #include "lib/util/temp_dir.h"
+#include "tests/run_command.h"
 #include "tests/special_files.h"
 
 namespace srkit {
@@ -23,17 +22,11 @@ struct ProcessResult {
   std::string out;
 };
 
+// Runs sr-audit with `args`; its stdout, or its stderr when `stderr_only`.
 ProcessResult sr_audit(const std::string& args, bool stderr_only = false) {
-  const std::string cmd = std::string(SRKIT_BIN_DIR) + "/sr-audit " + args +
-                          (stderr_only ? " 2>&1 >/dev/null" : " 2>/dev/null");
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) throw std::runtime_error("popen failed: " + cmd);
-  std::string out;
-  char buf[4096];
-  size_t got;
-  while ((got = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, got);
-  const int status = pclose(p);
-  return ProcessResult{WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  const srkit::testing_process::SplitResult r =
+      srkit::testing_process::run_command_split(std::string(SRKIT_BIN_DIR) + "/sr-audit " + args);
+  return ProcessResult{r.code, stderr_only ? r.err : r.out};
 }
 
 std::string slurp(const std::string& path) {

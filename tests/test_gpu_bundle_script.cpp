@@ -2,14 +2,13 @@
 // must stop at once with exit code 2, one line naming why, and a summary that
 // says so (a bundle run by mistake on a build machine must not look like a pass).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "tests/run_command.h"
 #include "tests/test_paths.h"
 
 namespace {
@@ -22,12 +21,8 @@ struct Result {
 };
 
 Result run(const std::string& cmd) {
-  FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
+  const srkit::testing_process::CommandResult r = srkit::testing_process::run_command(cmd);
+  return {r.code, r.output};
 }
 
 std::string slurp(const fs::path& p) {

@@ -2,10 +2,8 @@
 // preset, the out-of-memory path under a planted allocation limit, the memory
 // table, and bad flags (one-line error, exit 2).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -15,6 +13,7 @@
 
 #include "lib/bench/memory_model.h"
 #include "lib/precision.h"
+#include "tests/run_command.h"
 #include "tests/test_paths.h"
 
 namespace srkit {
@@ -29,19 +28,9 @@ struct Result {
 };
 
 Result run(const std::string& args) {
-  const fs::path err_file =
-      fs::temp_directory_path() / ("srkit_sr_bench_stderr_" + std::to_string(getpid()) + ".txt");
-  const std::string cmd =
-      std::string(SRKIT_BIN_DIR) + "/sr-bench " + args + " 2>" + err_file.string();
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-  const int status = pclose(pipe);
-  std::ifstream f(err_file);
-  std::stringstream err;
-  err << f.rdbuf();
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out, err.str()};
+  const srkit::testing_process::SplitResult r =
+      srkit::testing_process::run_command_split(std::string(SRKIT_BIN_DIR) + "/sr-bench " + args);
+  return {r.code, r.out, r.err};
 }
 
 fs::path fresh_dir(const std::string& name) {

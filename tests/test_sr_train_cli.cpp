@@ -2,16 +2,15 @@
 // the JSONL log, --compare's table and JSON, and SIGTERM checkpointing.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "tests/bpe_test_tokenizer.h"
+#include "tests/run_command.h"
 #include "tests/special_files.h"
 #include "tests/test_paths.h"
 
@@ -25,13 +24,9 @@ struct Result {
 };
 
 Result run(const std::string& args) {
-  const std::string cmd = std::string(SRKIT_BIN_DIR) + "/sr-train " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
+  const srkit::testing_process::CommandResult r =
+      srkit::testing_process::run_command(std::string(SRKIT_BIN_DIR) + "/sr-train " + args);
+  return {r.code, r.output};
 }
 
 fs::path fresh_dir(const std::string& name) { return srkit::testing_paths::fresh_dir("cli", name); }

@@ -5,10 +5,8 @@
 // twice giving the same numbers, a diverging cell reported as diverged, a
 // folder of another sweep refused, and bad flags (one line, exit 2).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -19,6 +17,7 @@
 #include "lib/bench/sweep_cell.h"
 #include "lib/bench/sweep_grid.h"
 #include "lib/bench/sweep_report.h"
+#include "tests/run_command.h"
 #include "tests/test_paths.h"
 
 namespace srkit {
@@ -31,23 +30,13 @@ struct Result {
   std::string out, err;
 };
 
-Result run_shell(const std::string& cmd, const std::string& err_name) {
-  const fs::path err_file = fs::temp_directory_path() /
-                            ("srkit_sweep_" + err_name + "_" + std::to_string(getpid()) + ".txt");
-  FILE* pipe = popen((cmd + " 2>" + err_file.string()).c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-  const int status = pclose(pipe);
-  std::ifstream f(err_file);
-  std::stringstream err;
-  err << f.rdbuf();
-  fs::remove(err_file);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out, err.str()};
+Result run_shell(const std::string& cmd) {
+  const srkit::testing_process::SplitResult r = srkit::testing_process::run_command_split(cmd);
+  return {r.code, r.out, r.err};
 }
 
 Result sweep(const std::string& args) {
-  return run_shell(std::string(SRKIT_BIN_DIR) + "/sr-bench sweep " + args, "stderr");
+  return run_shell(std::string(SRKIT_BIN_DIR) + "/sr-bench sweep " + args);
 }
 
 std::string read_text(const fs::path& p) {
@@ -81,14 +70,13 @@ std::string numbers_of(const fs::path& csv) {
 
 // Well-formed XML, checked by Python's parser when python3 is there.
 void expect_well_formed_xml(const fs::path& file) {
-  if (run_shell("python3 -c 'pass'", "py").code != 0) {
+  if (run_shell("python3 -c 'pass'").code != 0) {
     GTEST_LOG_(INFO) << "python3 absent: " << file << " not parsed";
     return;
   }
   const Result r =
       run_shell("python3 -c \"import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])\" " +
-                    file.string(),
-                "xml");
+                file.string());
   EXPECT_EQ(r.code, 0) << file << ": " << r.err;
 }
 
