@@ -2,6 +2,10 @@
 // next to raw cblas_sgemm calls of the same shapes, at the shapes of d4 and GPT-2
 // 124M at B=8, T=256 (N = 2048 rows).
 //
+// bf16 runs once per bf16 GEMM path the CPU has (kernels/cpu/gemm_bf16_path.h):
+// matmul_bf16_sgemm widens tiles to fp32 for sgemm, matmul_bf16_avx512bf16
+// multiplies bf16 pairs with VDPBF16PS.
+//
 // FLOP counts: forward = one GEMM = 2*N*C*OC. Backward = two GEMMs (dinp =
 // dout @ W and dW = dout^T @ inp) = 4*N*C*OC; the dbias column sum is O(N*OC)
 // and not counted. (Forward + backward = 3 GEMMs' worth per linear layer.)
@@ -28,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/gemm_bf16_path.h"
 #include "kernels/cpu/ops.h"
 
 namespace {
@@ -119,7 +124,8 @@ void BM_raw(benchmark::State& state, Shape s, bool backward) {
 }
 
 template <typename T>
-void BM_matmul(benchmark::State& state, Shape s, bool backward) {
+void BM_matmul(benchmark::State& state, Shape s, bool backward, srkit::cpu::Bf16GemmPath path) {
+  const srkit::cpu::ScopedBf16GemmPath forced(path);
   const auto inp = filled<T>(size_t(s.N) * s.C, 1), w = filled<T>(size_t(s.OC) * s.C, 2),
              bias = filled<T>(size_t(s.OC), 4), dout = filled<T>(size_t(s.N) * s.OC, 3);
   std::vector<T> out(size_t(s.N) * s.OC), dinp(size_t(s.N) * s.C), dw(size_t(s.OC) * s.C),
@@ -163,6 +169,7 @@ int main(int argc, char** argv) {
   // 0.25 s per benchmark keeps the whole run near a minute (the wrapper
   // benchmarks also run their raw twins); --benchmark_min_time overrides it.
   constexpr double kMinTime = 0.25;
+  const auto bf16_paths = srkit::cpu::runnable_bf16_gemm_paths();
   for (const Shape& s : kShapes) {
     const std::string dims = std::string(s.name) + "/N=" + std::to_string(s.N) +
                              ",C=" + std::to_string(s.C) + ",OC=" + std::to_string(s.OC);
@@ -173,15 +180,18 @@ int main(int argc, char** argv) {
           ->MinTime(kMinTime)
           ->Unit(benchmark::kMillisecond);
       benchmark::RegisterBenchmark(("matmul_f32/" + dir + dims).c_str(), BM_matmul<float>, s,
-                                   backward)
+                                   backward, srkit::cpu::Bf16GemmPath::kSgemm)
           ->UseManualTime()
           ->MinTime(kMinTime)
           ->Unit(benchmark::kMillisecond);
-      benchmark::RegisterBenchmark(("matmul_bf16/" + dir + dims).c_str(), BM_matmul<bf16>, s,
-                                   backward)
-          ->UseManualTime()
-          ->MinTime(kMinTime)
-          ->Unit(benchmark::kMillisecond);
+      for (auto path : bf16_paths) {
+        const std::string name =
+            std::string("matmul_bf16_") + srkit::cpu::bf16_gemm_path_name(path) + "/" + dir + dims;
+        benchmark::RegisterBenchmark(name.c_str(), BM_matmul<bf16>, s, backward, path)
+            ->UseManualTime()
+            ->MinTime(kMinTime)
+            ->Unit(benchmark::kMillisecond);
+      }
     }
   }
   benchmark::Initialize(&argc, argv);

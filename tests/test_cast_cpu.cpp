@@ -11,6 +11,7 @@
 #include "kernels/common/bf16.h"
 #include "kernels/common/sr_bits.h"
 #include "kernels/cpu/cast.h"
+#include "kernels/cpu/cpu_isa.h"
 
 namespace srkit {
 namespace {
@@ -59,17 +60,22 @@ TEST(CastCpu, WidenMatchesElementRule) {
   }
 }
 
+// On every ISA the CPU runs (kernels/cpu/cpu_isa.h).
 TEST(CastCpu, StochasticMatchesContract) {
   const uint64_t bases[] = {0, 3, 8, 61, 1000003, (uint64_t(1) << 35) - 5};
-  for (size_t n : kLengths) {
-    for (uint64_t base : bases) {
-      const std::vector<float> x = random_floats(n, n + 2);
-      std::vector<bf16> y(n);
-      cpu::cast_f32_to_bf16_sr(x.data(), y.data(), n, 2024, kPurpose, 17, base);
-      for (size_t i = 0; i < n; ++i) {
-        const uint32_t r = sr_bits16(2024, kPurpose, 17, base + i);
-        ASSERT_EQ(y[i].bits, float_to_bf16_sr(x[i], r).bits)
-            << "n " << n << " base " << base << " i " << i;
+  for (cpu::CpuIsa isa : cpu::runnable_cpu_isas()) {
+    const cpu::ScopedCpuIsa forced(isa);
+    SCOPED_TRACE(cpu::cpu_isa_name(isa));
+    for (size_t n : kLengths) {
+      for (uint64_t base : bases) {
+        const std::vector<float> x = random_floats(n, n + 2);
+        std::vector<bf16> y(n);
+        cpu::cast_f32_to_bf16_sr(x.data(), y.data(), n, 2024, kPurpose, 17, base);
+        for (size_t i = 0; i < n; ++i) {
+          const uint32_t r = sr_bits16(2024, kPurpose, 17, base + i);
+          ASSERT_EQ(y[i].bits, float_to_bf16_sr(x[i], r).bits)
+              << "n " << n << " base " << base << " i " << i;
+        }
       }
     }
   }

@@ -12,6 +12,7 @@
 #include "kernels/common/philox.h"
 #include "kernels/common/sr_bits.h"
 #include "kernels/cpu/cast.h"
+#include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/philox_simd.h"
 
 namespace srkit {
@@ -128,9 +129,9 @@ TEST(SrBits, BitsBalanced) {
   for (int b = 0; b < 16; ++b) EXPECT_NEAR(double(ones[b]) / kDraws, 0.5, 0.003) << "bit " << b;
 }
 
-// The vectorized batch (AVX2 on x86-64-v3 builds) and the portable path give
-// sr_bits16 exactly, including groups whose counter crosses 2^32.
-TEST(SrBits, BatchMatchesContract) {
+// Every batch of a grid of seeds, counters and steps against sr_bits16, on the
+// ISA in force.
+void expect_batches_match_contract() {
   const uint64_t groups[] = {
       0, 1, 13, (uint64_t(1) << 32) - 3, (uint64_t(1) << 32) - 31, (uint64_t(1) << 45) + 17};
   const uint64_t seeds[] = {0, 0xdeadbeefcafef00dull};
@@ -139,6 +140,7 @@ TEST(SrBits, BatchMatchesContract) {
       for (uint64_t step : {uint64_t(0), uint64_t(99), kSrMaxStep}) {
         uint16_t fast[cpu::kSrBitsBatch], portable[cpu::kSrBitsBatch];
         const cpu::SrStream stream = cpu::sr_stream(seed, RngPurpose(3), step);
+        ASSERT_EQ(stream.avx512, cpu::cpu_isa() == cpu::CpuIsa::kAvx512);
         cpu::sr_bits_batch(stream, group0, fast);
         cpu::sr_bits_batch_portable(stream, group0, portable);
         for (size_t e = 0; e < cpu::kSrBitsBatch; ++e) {
@@ -148,6 +150,17 @@ TEST(SrBits, BatchMatchesContract) {
         }
       }
     }
+  }
+}
+
+// The vectorized batch (AVX2 on x86-64-v3 builds, and AVX-512 where the CPU has
+// it: every ISA of kernels/cpu/cpu_isa.h the CPU runs) and the portable path
+// give sr_bits16 exactly, including groups whose counter crosses 2^32.
+TEST(SrBits, BatchMatchesContract) {
+  for (cpu::CpuIsa isa : cpu::runnable_cpu_isas()) {
+    const cpu::ScopedCpuIsa forced(isa);
+    SCOPED_TRACE(cpu::cpu_isa_name(isa));
+    expect_batches_match_contract();
   }
 }
 

@@ -4,12 +4,15 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "kernels/cpu/cpu_isa.h"
+#include "kernels/cpu/gemm_bf16_path.h"
 #include "lib/train/checkpoint_io.h"
 #include "lib/util/build_info.h"
 #include "tests/run_command.h"
@@ -53,6 +56,8 @@ TEST(Provenance, BuildFactsNameTheNumericsFlagsAndTheCommit) {
   const nlohmann::json h = srkit::host_facts();
   EXPECT_FALSE(h.at("cpu_model").get<std::string>().empty());
   EXPECT_GT(h.at("logical_cpus").get<int>(), 0);
+  EXPECT_EQ(h.at("cpu_isa"), srkit::cpu::cpu_isa_name(srkit::cpu::cpu_isa()));
+  EXPECT_EQ(h.at("bf16_gemm"), srkit::cpu::bf16_gemm_path_name(srkit::cpu::bf16_gemm_path()));
 }
 
 TEST(Provenance, VersionPrintsTheBuildFacts) {
@@ -61,6 +66,24 @@ TEST(Provenance, VersionPrintsTheBuildFacts) {
   EXPECT_THAT(out, HasSubstr("numerics_flags: -ffp-contract=off"));
   EXPECT_THAT(out, HasSubstr("host cpu_model: "));
   if (built_from_git()) EXPECT_THAT(out, HasSubstr("git_commit: "));
+}
+
+TEST(Provenance, AnUnknownBf16GemmPathIsAOneLineError) {
+  const auto r = srkit::testing_process::run_command(
+      "SRKIT_BF16_GEMM=fastest " + std::string(SRKIT_BIN_DIR) + "/sr-train --version");
+  EXPECT_NE(r.code, 0);
+  EXPECT_THAT(r.output, HasSubstr("SRKIT_BF16_GEMM='fastest' is not a bf16 GEMM path"));
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+}
+
+TEST(Provenance, AnUnknownCpuIsaIsAOneLineErrorInEveryTool) {
+  for (const char* tool : {"sr-train --version", "sr-bench train", "sr-audit cast"}) {
+    const auto r = srkit::testing_process::run_command("SRKIT_CPU_ISA=sse4 " +
+                                                       std::string(SRKIT_BIN_DIR) + "/" + tool);
+    EXPECT_EQ(r.code, 2) << tool;
+    EXPECT_THAT(r.output, HasSubstr("SRKIT_CPU_ISA='sse4' is not an instruction set")) << tool;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << tool << ": " << r.output;
+  }
 }
 
 TEST(Provenance, TheLogHeaderRecordsBuildHostBackendAndConfig) {

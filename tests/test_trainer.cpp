@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/cpu_isa.h"
 #include "lib/backend/backend.h"
 #include "lib/checkpoint/safetensors.h"
 #include "lib/comm/communicator.h"
@@ -240,6 +241,19 @@ TEST(Trainer, ThreadCountDoesNotChangeTheResult) {
   const RunSummary a = Trainer(one).run();
   const RunSummary b = Trainer(two).run();
   EXPECT_TRUE(read_all(a.checkpoint) == read_all(b.checkpoint));
+}
+
+// The AVX-512 Philox draws the AVX2 one's bits (kernels/cpu/cpu_isa.h), so a
+// run's every stored bit is the same on either.
+TEST(Trainer, CpuIsaDoesNotChangeTheResult) {
+  if (!cpu::cpu_has_avx512()) GTEST_SKIP() << "this CPU has no AVX-512: one ISA only";
+  const fs::path dir = fresh_dir("isa");
+  RunSummary runs[2];
+  for (cpu::CpuIsa isa : {cpu::CpuIsa::kAvx2, cpu::CpuIsa::kAvx512}) {
+    const cpu::ScopedCpuIsa forced(isa);
+    runs[int(isa)] = Trainer(tiny(dir / cpu::cpu_isa_name(isa), "bf16-sr", 4)).run();
+  }
+  EXPECT_TRUE(read_all(runs[0].checkpoint) == read_all(runs[1].checkpoint));
 }
 
 TEST(Trainer, CheckpointRecordsStepSeedStrategyAndConfig) {

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "apps/common/cpu_environment.h"
+
 namespace srkit::cli {
 
 struct Subcommand {
@@ -23,11 +25,15 @@ struct Subcommand {
 };
 
 // Parses argv and runs the chosen subcommand. Exit codes: the subcommand's own,
-// 0 for --help/--version, 2 for bad usage (a parse error or
-// std::invalid_argument) or running out of memory, 1 for any other failure;
-// errors are one line on stderr.
+// 0 for --help/--version, 2 for bad usage (a parse error,
+// std::invalid_argument or a bad SRKIT_CPU_ISA / SRKIT_BF16_GEMM) or running out of memory, 1 for
+// any other failure; errors are one line on stderr.
 inline int parse_and_run(const std::string& tool, CLI::App& app,
                          const std::vector<Subcommand>& commands, int argc, char** argv) {
+  if (const auto error = cpu_environment_error()) {
+    std::fprintf(stderr, "%s: error: %s\n", tool.c_str(), error->c_str());
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {  // --help, --version

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/common/cpu_environment.h"
 #include "apps/common/flag_checks.h"
 #include "apps/sr-train/compare.h"
 #include "apps/sr-train/failure.h"
@@ -193,6 +194,10 @@ void add_flags(CLI::App& app, srkit::TrainConfig& c, std::string& compare, std::
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (const auto error = srkit::cli::cpu_environment_error()) {  // before --version reports them
+    std::fprintf(stderr, "sr-train: %s\n", error->c_str());
+    return 2;
+  }
   CLI::App app{"sr-train: train GPT-style models in pure BF16 with stochastic rounding"};
   // --version: the build facts every run's log and checkpoints record too.
   app.set_version_flag("--version", [] {

@@ -8,6 +8,8 @@
 #include <string>
 #include <type_traits>
 
+#include "kernels/cpu/gemm_bf16_dot.h"
+#include "kernels/cpu/gemm_bf16_path.h"
 #include "kernels/cpu/ops.h"
 
 namespace srkit::cpu {
@@ -118,8 +120,9 @@ void widen_block(const bf16* src, size_t ld, int rows, int cols, float* dst) {
 // tile itself. The A panel stays valid while consecutive tiles share it.
 struct ThreadScratch {
   float *a = nullptr, *b = nullptr, *acc = nullptr;
-  int layout = -1;            // the product the pointers are laid out for
-  int product = -1, m0 = -1;  // whose A panel `a` holds
+  int layout = -1;                           // the product the pointers are laid out for
+  int product = -1, m0 = -1;                 // whose A panel `a` holds
+  Bf16GemmPath path = Bf16GemmPath::kSgemm;  // how bf16 tiles multiply (one per call)
 };
 
 // The panels of product `index` (tiles g, reduction K) from `base` on, each
@@ -148,12 +151,18 @@ void run_tile(const GemmProduct<float>& p, int, const Tile& t, ThreadScratch&) {
   }
 }
 
-// bf16: widen the panels, multiply into the fp32 tile (beta = 0), then one
-// rounding per element: RN(old + sum) or RN(sum + bias).
+// bf16: the panels widened for sgemm, or packed in pairs for VDPBF16PS (the
+// packed words take at most the widened floats' room), multiplied into the
+// fp32 tile; then one rounding per element: RN(old + sum) or RN(sum + bias).
 void run_tile(const GemmProduct<bf16>& p, int index, const Tile& t, ThreadScratch& s) {
   const int K = p.K;
+  const bool dot = s.path == Bf16GemmPath::kAvx512Bf16;
+  uint32_t* packed_a = reinterpret_cast<uint32_t*>(s.a);
+  uint32_t* packed_b = reinterpret_cast<uint32_t*>(s.b);
   if (s.product != index || s.m0 != t.m0) {
-    if (p.trans_a) {
+    if (dot) {
+      bf16_dot::pack_a(a_rows(p, t.m0), size_t(p.lda), p.trans_a, t.mm, K, packed_a);
+    } else if (p.trans_a) {
       widen_block(a_rows(p, t.m0), size_t(p.lda), K, t.mm, s.a);
     } else {
       widen_block(a_rows(p, t.m0), size_t(p.lda), t.mm, K, s.a);
@@ -161,14 +170,19 @@ void run_tile(const GemmProduct<bf16>& p, int index, const Tile& t, ThreadScratc
     s.product = index;
     s.m0 = t.m0;
   }
-  if (p.trans_b) {
-    widen_block(b_cols(p, t.n0), size_t(p.ldb), t.nn, K, s.b);
+  if (dot) {
+    bf16_dot::pack_b(b_cols(p, t.n0), size_t(p.ldb), p.trans_b, t.nn, K, packed_b);
+    bf16_dot::tile_product(packed_a, packed_b, t.mm, t.nn, K, s.acc, size_t(t.nn));
   } else {
-    widen_block(b_cols(p, t.n0), size_t(p.ldb), K, t.nn, s.b);
+    if (p.trans_b) {
+      widen_block(b_cols(p, t.n0), size_t(p.ldb), t.nn, K, s.b);
+    } else {
+      widen_block(b_cols(p, t.n0), size_t(p.ldb), K, t.nn, s.b);
+    }
+    cblas_sgemm(CblasRowMajor, p.trans_a ? CblasTrans : CblasNoTrans,
+                p.trans_b ? CblasTrans : CblasNoTrans, t.mm, t.nn, K, 1.0f, s.a,
+                p.trans_a ? t.mm : K, s.b, p.trans_b ? K : t.nn, 0.0f, s.acc, t.nn);
   }
-  cblas_sgemm(CblasRowMajor, p.trans_a ? CblasTrans : CblasNoTrans,
-              p.trans_b ? CblasTrans : CblasNoTrans, t.mm, t.nn, K, 1.0f, s.a, p.trans_a ? t.mm : K,
-              s.b, p.trans_b ? K : t.nn, 0.0f, s.acc, t.nn);
   for (int r = 0; r < t.mm; ++r) {
     const float* a = s.acc + size_t(r) * size_t(t.nn);
     bf16* o = p.c + size_t(t.m0 + r) * size_t(p.ldc) + t.n0;
@@ -266,10 +280,13 @@ void gemm_tiled(const GemmProduct<T>* products, int count, Workspace& ws) {
   const size_t stride = scratch_floats / size_t(threads);
   float* scratch = scratch_floats ? ws.floats(0, scratch_floats) : nullptr;
   const OneBlasThread one_blas_thread;
+  const Bf16GemmPath path =
+      std::is_same_v<T, bf16> ? bf16_gemm_path() : Bf16GemmPath::kSgemm;  // once, outside the team
 #pragma omp parallel if (parallel : total > 1 && work >= double(kParallelMinWork))
   {
     float* mine = scratch ? scratch + stride * size_t(omp_get_thread_num()) : nullptr;
     ThreadScratch s;
+    s.path = path;
 #pragma omp for schedule(dynamic, 1)
     for (int t = 0; t < total; ++t) {
       int k = 0;

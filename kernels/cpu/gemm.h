@@ -6,11 +6,12 @@
 // threading does not promise that: it splits the output per thread count, and
 // its edge micro-kernels accumulate in another order than the main one.)
 //
-// bf16 operands: this CPU has no bf16 GEMM worth calling (Debian's OpenBLAS
-// does not export cblas_sbgemm), so each thread widens the operand panels its
-// tile needs into fp32, multiplies them, and adds the bias or the old value
-// and rounds the tile while it is in cache. Scratch is O(threads x tile
-// panels), not O(operands).
+// bf16 operands: Debian's OpenBLAS exports no bf16 GEMM (cblas_sbgemm), so
+// each thread either widens the operand panels its tile needs into fp32 for
+// sgemm or, on CPUs with AVX512_BF16, packs them in pairs for VDPBF16PS
+// (kernels/cpu/gemm_bf16_path.h chooses; the paths sum in different orders),
+// and adds the bias or the old value and rounds the tile while it is in
+// cache. Scratch is O(threads x tile panels), not O(operands).
 #pragma once
 
 #include <cstddef>

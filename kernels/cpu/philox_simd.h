@@ -18,16 +18,19 @@ constexpr size_t kSrBitsBatch = kSrBatchGroups * kSrElementsPerPhilox;  // 256 e
 constexpr int kPhiloxRounds = 10;
 
 // (seed, purpose, step) as the high counter words and the key of every round,
-// computed once per array (or optimizer step and purpose) rather than per batch.
+// computed once per array (or optimizer step and purpose) rather than per
+// batch, and the instruction set the batches use (kernels/cpu/cpu_isa.h, read
+// when the stream is made: outside the parallel loops that draw from it).
 struct SrStream {
   uint32_t sub_lo, sub_hi;
   uint32_t key0[kPhiloxRounds], key1[kPhiloxRounds];
+  bool avx512 = false;
 };
 
 SrStream sr_stream(uint64_t seed, RngPurpose purpose, uint64_t step);
 
-// The batch of groups group0 .. group0 + 31: AVX2 on x86-64-v3 builds, else the
-// portable form.
+// The batch of groups group0 .. group0 + 31: AVX-512 when the stream says so,
+// else AVX2 on x86-64-v3 builds, else the portable form. Same bits on every path.
 void sr_bits_batch(const SrStream& s, uint64_t group0, uint16_t* bits);
 
 // The same bits without intrinsics, so tests cover that path on AVX2 builds.

@@ -6,6 +6,8 @@
 #include <sstream>
 #include <thread>
 
+#include "kernels/cpu/cpu_isa.h"
+#include "kernels/cpu/gemm_bf16_path.h"
 #include "srkit/build_flags.h"
 #include "srkit/git_info.h"
 
@@ -80,6 +82,8 @@ nlohmann::json build_facts() {
 nlohmann::json host_facts() {
   return {{"cpu_model", cpuinfo_field("model name")},
           {"simd_level", simd_level_from_flags(cpuinfo_field("flags"))},
+          {"cpu_isa", cpu::cpu_isa_name(cpu::cpu_isa())},
+          {"bf16_gemm", cpu::bf16_gemm_path_name(cpu::bf16_gemm_path())},
           {"logical_cpus", std::thread::hardware_concurrency()},
           {"openmp_threads", omp_get_max_threads()}};
 }

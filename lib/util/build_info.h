@@ -15,8 +15,10 @@ namespace srkit {
 nlohmann::json build_facts();
 
 // The CPU model, its SIMD level (the widest of avx2, avx512f, avx512_bf16,
-// amx_bf16 it has), the logical CPUs and the OpenMP threads a parallel region
-// gets now (after the CPU backend has set them: the run's thread count).
+// amx_bf16 it has), the instruction set of the CPU kernels (avx2 or avx512:
+// same bits, kernels/cpu/cpu_isa.h), the path of the CPU's bf16 GEMM (sgemm or avx512bf16:
+// they sum in different orders, kernels/cpu/gemm_bf16_path.h), the logical CPUs and the OpenMP
+// threads a parallel region gets now (after the CPU backend has set them: the run's thread count).
 nlohmann::json host_facts();
 
 // build_facts() and host_facts() as "key: value" lines, for --version.

@@ -1,0 +1,49 @@
+// Which instruction set the CPU's hand-vectorized kernels use (the Philox of
+// kernels/cpu/philox_simd.h today): AVX2, the build's baseline (x86-64-v3),
+// or AVX-512 where the CPU has it. One build runs everywhere; the choice
+// changes speed, never bits (tests/test_cpu_isa.cpp forces each path the CPU
+// supports and compares). A run's provenance records it as host.cpu_isa.
+//
+// Chosen once per process from SRKIT_CPU_ISA: `auto` (unset: avx512 where the
+// CPU has AVX-512 F, BW, VL and DQ, else avx2), `avx2` or `avx512`.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+namespace srkit::cpu {
+
+enum class CpuIsa { kAvx2, kAvx512 };
+
+// The CPU has AVX-512 F, BW, VL and DQ (every AVX-512 x86 since Skylake-SP).
+bool cpu_has_avx512();
+
+// The ISA the kernels take. Throws std::invalid_argument with a one-line
+// message when SRKIT_CPU_ISA holds an unknown value or asks for avx512 on a
+// CPU without it.
+CpuIsa cpu_isa();
+
+const char* cpu_isa_name(CpuIsa isa);
+
+// The ISAs this CPU can run, avx2 first (tests and benchmarks loop over them).
+std::vector<CpuIsa> runnable_cpu_isas();
+
+// The ISA SRKIT_CPU_ISA's value selects on a CPU that has (or lacks) AVX-512;
+// value null means unset. The rule behind cpu_isa, exposed for tests.
+CpuIsa parse_cpu_isa(const char* value, bool cpu_has_avx512);
+
+// Forces an ISA while alive (tests and benchmarks compare them); restores the
+// previous choice after. Throws std::invalid_argument for avx512 on a CPU
+// without it.
+class ScopedCpuIsa {
+ public:
+  explicit ScopedCpuIsa(CpuIsa isa);
+  ~ScopedCpuIsa();
+  ScopedCpuIsa(const ScopedCpuIsa&) = delete;
+  ScopedCpuIsa& operator=(const ScopedCpuIsa&) = delete;
+
+ private:
+  std::optional<CpuIsa> saved_;
+};
+
+}  // namespace srkit::cpu
