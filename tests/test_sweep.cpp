@@ -288,6 +288,48 @@ TEST(SweepReport, MeansStandardErrorsBestRatesAndRatios) {
   EXPECT_EQ(count_of(svg, "<polyline class=\"series\""), 2u);
 }
 
+// Paired differences from mixed: per seed, then mean and standard error over
+// the seeds where both cells finished.
+TEST(SweepReport, PairedDifferencesFromMixed) {
+  SweepOptions o;
+  o.strategies = {strategy_from_string("mixed"), strategy_from_string("bf16")};
+  o.lrs = {1e-3, 2e-3};
+  o.seeds = {1, 2, 3};
+  const double nan = NAN;
+  const std::vector<SweepCellResult> cells = {
+      cell("mixed", 1e-3, 1, 3.0), cell("mixed", 1e-3, 2, 2.0), cell("mixed", 1e-3, 3, 1.0),
+      cell("bf16", 1e-3, 1, 3.1),  cell("bf16", 1e-3, 2, 2.2),  cell("bf16", 1e-3, 3, 1.3),
+      cell("mixed", 2e-3, 1, 2.0), cell("mixed", 2e-3, 2, nan), cell("mixed", 2e-3, 3, 2.0),
+      cell("bf16", 2e-3, 1, 1.5),  cell("bf16", 2e-3, 2, 1.0),  cell("bf16", 2e-3, 3, nan),
+  };
+  const SweepTable t = summarize_sweep(o, cells);
+  // lr 1e-3: differences 0.1, 0.2, 0.3 -> 0.2 +- sd 0.1 / sqrt(3), although
+  // the unpaired spread of each strategy is ~0.58.
+  EXPECT_EQ(t.at(1, 0).paired_seeds, 3);
+  EXPECT_NEAR(t.at(1, 0).paired_mean, 0.2, 1e-12);
+  EXPECT_NEAR(t.at(1, 0).paired_se, 0.1 / std::sqrt(3.0), 1e-12);
+  // lr 2e-3: only seed 1 has both (seed 2's mixed and seed 3's bf16 diverged).
+  EXPECT_EQ(t.at(1, 1).paired_seeds, 1);
+  EXPECT_NEAR(t.at(1, 1).paired_mean, -0.5, 1e-12);
+  EXPECT_EQ(t.at(1, 1).paired_se, 0.0);
+  EXPECT_EQ(t.at(0, 0).paired_seeds, 3);  // mixed against itself: zero
+  EXPECT_EQ(t.at(0, 0).paired_mean, 0.0);
+
+  const std::string md = sweep_markdown(o, t, "", {});
+  EXPECT_NE(md.find("## Paired differences from mixed"), std::string::npos) << md;
+  EXPECT_NE(md.find("| bf16 | +0.2000 ± 0.0577 | -0.5000 ± 0.0000 |"), std::string::npos) << md;
+  const nlohmann::json j = sweep_json(o, t, cells);
+  EXPECT_EQ(j.at("points").at(2).at("vs_mixed_paired").at("seeds"), 3);
+  EXPECT_NEAR(j.at("points").at(2).at("vs_mixed_paired").at("mean").get<double>(), 0.2, 1e-12);
+
+  SweepOptions no_mixed = o;  // without mixed there is nothing to pair with
+  no_mixed.strategies = {strategy_from_string("bf16")};
+  std::vector<SweepCellResult> bf16_only(cells.begin() + 3, cells.begin() + 6);
+  const SweepTable u = summarize_sweep(no_mixed, bf16_only);
+  EXPECT_EQ(u.at(0, 0).paired_seeds, 0);
+  EXPECT_EQ(sweep_markdown(no_mixed, u, "", {}).find("Paired differences"), std::string::npos);
+}
+
 TEST(SweepReport, AllDivergedStrategyHasNoBest) {
   SweepOptions o;
   o.strategies = {strategy_from_string("bf16")};

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
+#include <utility>
 
 #include "lib/util/format.h"
 #include "lib/util/svg.h"
@@ -51,6 +53,39 @@ svg::Series mean_val_curve(const std::string& strategy, double lr,
   return s;
 }
 
+// Mean and standard error of xs (se 0 for a single value).
+std::pair<double, double> mean_and_se(const std::vector<double>& xs) {
+  const double n = double(xs.size());
+  double mean = 0.0, ss = 0.0;
+  for (double x : xs) mean += x / n;
+  for (double x : xs) ss += (x - mean) * (x - mean);
+  return {mean, n > 1 ? std::sqrt(ss / (n - 1) / n) : 0.0};
+}
+
+// The paired differences of every point from mixed's at the same lr (see
+// SweepPoint::paired_mean).
+void pair_with_mixed(SweepTable& t, const std::vector<SweepCellResult>& cells) {
+  std::map<std::pair<double, uint64_t>, double> mixed;  // (lr, seed) -> loss
+  for (const SweepCellResult& c : cells) {
+    if (c.strategy == "mixed" && c.ok()) mixed[{c.lr, c.seed}] = c.val_loss;
+  }
+  for (SweepPoint& p : t.points) {
+    std::vector<double> diffs;
+    for (const SweepCellResult& c : cells) {
+      if (c.strategy != p.strategy || c.lr != p.lr || !c.ok()) continue;
+      const auto m = mixed.find({c.lr, c.seed});
+      if (m != mixed.end()) diffs.push_back(c.val_loss - m->second);
+    }
+    if (diffs.empty()) continue;
+    p.paired_seeds = int(diffs.size());
+    std::tie(p.paired_mean, p.paired_se) = mean_and_se(diffs);
+  }
+}
+
+std::string paired_text(const SweepPoint& p) {
+  return p.paired_seeds == 0 ? "-" : strprintf("%+.4f ± %.4f", p.paired_mean, p.paired_se);
+}
+
 }  // namespace
 
 SweepTable summarize_sweep(const SweepOptions& options, const std::vector<SweepCellResult>& cells) {
@@ -75,13 +110,7 @@ SweepTable summarize_sweep(const SweepOptions& options, const std::vector<SweepC
           }
         }
       }
-      const double n = double(losses.size());
-      if (n > 0) {
-        for (double x : losses) p.mean += x / n;
-        double ss = 0.0;
-        for (double x : losses) ss += (x - p.mean) * (x - p.mean);
-        p.se = n > 1 ? std::sqrt(ss / (n - 1) / n) : 0.0;
-      }
+      if (!losses.empty()) std::tie(p.mean, p.se) = mean_and_se(losses);
       t.points.push_back(p);
     }
   }
@@ -104,6 +133,7 @@ SweepTable summarize_sweep(const SweepOptions& options, const std::vector<SweepC
     }
     t.summaries.push_back(sum);
   }
+  pair_with_mixed(t, cells);
   const auto mixed =
       std::find_if(t.summaries.begin(), t.summaries.end(),
                    [](const SweepStrategySummary& s) { return s.strategy == "mixed"; });
@@ -162,6 +192,28 @@ std::string sweep_markdown(const SweepOptions& o, const SweepTable& t, const std
                   lr_text(s.largest_lr_within_1pct).c_str());
   }
 
+  const bool paired = std::any_of(t.points.begin(), t.points.end(), [](const SweepPoint& p) {
+    return p.paired_seeds > 0 && p.strategy != "mixed";
+  });
+  if (paired) {
+    md +=
+        "\n## Paired differences from mixed\n\nPer seed, this strategy's final validation loss "
+        "minus mixed's at the same learning rate and seed (same initialisation and batches); "
+        "mean ± standard error over the seeds where both finished.\n\n| strategy |";
+    for (double lr : t.lrs) md += " lr " + lr_text(lr) + " |";
+    md += "\n|---|";
+    for (size_t l = 0; l < t.lrs.size(); ++l) md += "---:|";
+    md += "\n";
+    for (size_t s = 0; s < t.strategies.size(); ++s) {
+      if (t.strategies[s] == "mixed") continue;
+      md += "| " + t.strategies[s] + " |";
+      for (size_t l = 0; l < t.lrs.size(); ++l) {
+        md += strprintf(" %s |", paired_text(t.at(s, l)).c_str());
+      }
+      md += "\n";
+    }
+  }
+
   if (!ablated.empty()) {
     md += "\n## Ablations of " + ablated + "\n\n";
     for (const Ablation& a : ablations) {
@@ -200,13 +252,18 @@ nlohmann::json sweep_json(const SweepOptions& o, const SweepTable& t,
   j["strategies"] = t.strategies;
   j["points"] = nlohmann::json::array();
   for (const SweepPoint& p : t.points) {
-    j["points"].push_back({{"strategy", p.strategy},
-                           {"lr", p.lr},
-                           {"seeds", p.seeds},
-                           {"diverged", p.diverged},
-                           {"first_diverged_step", p.first_diverged_step},
-                           {"mean_val_loss", p.mean},
-                           {"se_val_loss", p.se}});
+    nlohmann::json point = {{"strategy", p.strategy},
+                            {"lr", p.lr},
+                            {"seeds", p.seeds},
+                            {"diverged", p.diverged},
+                            {"first_diverged_step", p.first_diverged_step},
+                            {"mean_val_loss", p.mean},
+                            {"se_val_loss", p.se}};
+    if (p.paired_seeds > 0) {
+      point["vs_mixed_paired"] = {
+          {"seeds", p.paired_seeds}, {"mean", p.paired_mean}, {"se", p.paired_se}};
+    }
+    j["points"].push_back(point);
   }
   j["summary"] = nlohmann::json::array();
   for (const SweepStrategySummary& s : t.summaries) {

@@ -1,8 +1,10 @@
 // sr-bench sweep, the reports: final validation loss per strategy x learning
 // rate (mean and standard error over seeds), each strategy's best learning
 // rate, its loss against mixed precision's best, and how far the learning
-// rate can grow while staying within 1% of the best; as Markdown, CSV, JSON
-// and two SVG charts (loss vs learning rate, loss curves at the best rate).
+// rate can grow while staying within 1% of the best, and each strategy's
+// paired difference from mixed at each learning rate (same seed, same
+// batches); as Markdown, CSV, JSON and two SVG charts (loss vs learning rate,
+// loss curves at the best rate).
 #pragma once
 
 #include <cstdint>
@@ -23,6 +25,12 @@ struct SweepPoint {
   int diverged = 0;                  // of them, diverged
   uint64_t first_diverged_step = 0;  // earliest divergence, 0 if none
   double mean = 0.0, se = 0.0;       // final val loss over the seeds that finished
+  // Mean and standard error over seeds of (this cell's loss - mixed's loss at
+  // the same lr and seed), over the seeds where both finished: the seed fixes
+  // the data order and initialisation, so the pairing removes their share of
+  // the spread. paired_seeds = 0: no mixed in the grid, or no such seed.
+  int paired_seeds = 0;
+  double paired_mean = 0.0, paired_se = 0.0;
   // The point counts (best lr, charts) only when every seed finished.
   bool complete() const { return seeds > 0 && diverged == 0; }
 };
