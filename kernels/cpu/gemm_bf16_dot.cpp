@@ -62,7 +62,11 @@ SRKIT_BF16_TARGET void block(const uint32_t* pa, const uint32_t* pb, int w, int 
                              float* c, size_t ldc) {
   const __mmask16 m0 = w >= 16 ? __mmask16(0xffff) : __mmask16((1u << w) - 1);
   const __mmask16 m1 = w >= 32 ? __mmask16(0xffff) : __mmask16(((1u << (w - 16)) - 1) * (w > 16));
+  // Every loop over r fully unrolled: with constant indices the arrays live
+  // in registers. (A loop left rolled makes GCC keep them in memory too and
+  // store every accumulator on every step of k: 30% of the time.)
   __m512 s0[R], s1[R];
+#pragma GCC unroll 12
   for (int r = 0; r < R; ++r) {
     s0[r] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m0, c + size_t(r) * ldc);
     if (kTwoVectors) {
@@ -80,6 +84,7 @@ SRKIT_BF16_TARGET void block(const uint32_t* pa, const uint32_t* pb, int w, int 
       if (kTwoVectors) s1[r] = _mm512_dpbf16_ps(s1[r], (__m512bh)a, (__m512bh)b1);
     }
   }
+#pragma GCC unroll 12
   for (int r = 0; r < R; ++r) {
     _mm512_mask_storeu_ps(c + size_t(r) * ldc, m0, s0[r]);
     if (kTwoVectors) _mm512_mask_storeu_ps(c + size_t(r) * ldc + 16, m1, s1[r]);
