@@ -20,39 +20,108 @@ constexpr int kPassPairs = 256;
 
 int pairs(int K) { return (K + 1) / 2; }
 
-// Words of n vectors along k in blocks of `width` vectors: block j holds vectors
-// [width j, width j + w) as [pair][w] words. Element (i, k) is src[i * ld + k]
-// when k_contiguous, else src[k * ld + i].
-void pack(const bf16* src, size_t ld, bool k_contiguous, int n, int K, int width, uint32_t* dst) {
-  const int kp_count = pairs(K);
-  const bool odd = K % 2 != 0;
-  for (int i0 = 0; i0 < n; i0 += width) {
-    const int w = std::min(width, n - i0);
-    uint32_t* d = dst + size_t(i0) * size_t(kp_count);
-    if (k_contiguous) {
-      for (int i = 0; i < w; ++i) {
-        const uint16_t* s = &src[size_t(i0 + i) * ld].bits;
-        for (int kp = 0; kp < K / 2; ++kp) {
-          d[size_t(kp) * w + i] = uint32_t(s[2 * kp]) | uint32_t(s[2 * kp + 1]) << 16;
-        }
-        if (odd) d[size_t(K / 2) * w + i] = s[K - 1];
+#define SRKIT_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_epi32(), a
+// self-initialized variable that -Wuninitialized reports once inlined into a
+// function compiled through a target attribute (a false positive).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+// The lowest n of 16 lanes.
+SRKIT_BF16_TARGET inline __mmask16 lanes(int n) {
+  return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
+}
+
+// r[j] = column j of the 16 x 16 matrix of 32-bit words whose rows are r[0..15]:
+// pairs of rows interleaved by 32 then 64 bits (within each 128-bit lane),
+// then the 4 x 4 matrix of 128-bit lanes transposed by two rounds of shuffles.
+SRKIT_BF16_TARGET inline void transpose16(__m512i r[16]) {
+  __m512i t[16], u[16];
+  for (int j = 0; j < 8; ++j) {
+    t[2 * j] = _mm512_unpacklo_epi32(r[2 * j], r[2 * j + 1]);
+    t[2 * j + 1] = _mm512_unpackhi_epi32(r[2 * j], r[2 * j + 1]);
+  }
+  // u[4g + c], lane L: rows 4g .. 4g + 3 of column 4L + c.
+  for (int g = 0; g < 4; ++g) {
+    u[4 * g + 0] = _mm512_unpacklo_epi64(t[4 * g], t[4 * g + 2]);
+    u[4 * g + 1] = _mm512_unpackhi_epi64(t[4 * g], t[4 * g + 2]);
+    u[4 * g + 2] = _mm512_unpacklo_epi64(t[4 * g + 1], t[4 * g + 3]);
+    u[4 * g + 3] = _mm512_unpackhi_epi64(t[4 * g + 1], t[4 * g + 3]);
+  }
+  for (int c = 0; c < 4; ++c) {
+    const __m512i even01 = _mm512_shuffle_i32x4(u[c], u[4 + c], _MM_SHUFFLE(2, 0, 2, 0));
+    const __m512i even23 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], _MM_SHUFFLE(2, 0, 2, 0));
+    const __m512i odd01 = _mm512_shuffle_i32x4(u[c], u[4 + c], _MM_SHUFFLE(3, 1, 3, 1));
+    const __m512i odd23 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], _MM_SHUFFLE(3, 1, 3, 1));
+    r[c] = _mm512_shuffle_i32x4(even01, even23, _MM_SHUFFLE(2, 0, 2, 0));      // lane 0
+    r[4 + c] = _mm512_shuffle_i32x4(odd01, odd23, _MM_SHUFFLE(2, 0, 2, 0));    // lane 1
+    r[8 + c] = _mm512_shuffle_i32x4(even01, even23, _MM_SHUFFLE(3, 1, 3, 1));  // lane 2
+    r[12 + c] = _mm512_shuffle_i32x4(odd01, odd23, _MM_SHUFFLE(3, 1, 3, 1));   // lane 3
+  }
+}
+
+// Vectors [0, w) of a block, each contiguous along k (element k of vector i at
+// src[i * ld + k]), as [pair][w] words: a pair of k is one 32-bit word of the
+// source, so this is a transpose of words, 16 x 16 at a time.
+SRKIT_BF16_TARGET void pack_k_contiguous(const bf16* src, size_t ld, int w, int K, uint32_t* d) {
+  const int full = K / 2;  // pairs with both halves in range
+  for (int i0 = 0; i0 < w; i0 += 16) {
+    const int rows = std::min(16, w - i0);
+    for (int kp0 = 0; kp0 < full; kp0 += 16) {
+      const int cols = std::min(16, full - kp0);
+      __m512i r[16];
+      for (int i = 0; i < 16; ++i) {
+        r[i] = i < rows ? _mm512_maskz_loadu_epi32(lanes(cols), &src[size_t(i0 + i) * ld + 2 * kp0])
+                        : _mm512_setzero_si512();
       }
-    } else {
-      for (int kp = 0; kp < kp_count; ++kp) {
-        const uint16_t* s0 = &src[size_t(2 * kp) * ld + i0].bits;
-        const uint16_t* s1 = &src[size_t(2 * kp + 1) * ld + i0].bits;
-        uint32_t* o = d + size_t(kp) * w;
-        if (odd && kp == kp_count - 1) {
-          for (int i = 0; i < w; ++i) o[i] = s0[i];
-        } else {
-          for (int i = 0; i < w; ++i) o[i] = uint32_t(s0[i]) | uint32_t(s1[i]) << 16;
-        }
+      transpose16(r);
+      for (int c = 0; c < cols; ++c) {
+        _mm512_mask_storeu_epi32(d + size_t(kp0 + c) * w + i0, lanes(rows), r[c]);
       }
+    }
+    if (K % 2 != 0) {  // the last pair: element K - 1 and a zero
+      for (int i = 0; i < rows; ++i)
+        d[size_t(full) * w + i0 + i] = src[size_t(i0 + i) * ld + K - 1].bits;
     }
   }
 }
 
-#define SRKIT_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+// Vectors [0, w) of a block laid across k (element k of vector i at
+// src[k * ld + i]): each word joins two source rows' elements, 16 at a time.
+SRKIT_BF16_TARGET void pack_k_strided(const bf16* src, size_t ld, int w, int K, uint32_t* d) {
+  const int pair_count = (K + 1) / 2;
+  for (int kp = 0; kp < pair_count; ++kp) {
+    const bf16* s0 = src + size_t(2 * kp) * ld;
+    const bool has_odd = 2 * kp + 1 < K;
+    const bf16* s1 = has_odd ? s0 + ld : s0;  // not read without has_odd
+    for (int i0 = 0; i0 < w; i0 += 16) {
+      const __mmask16 m = lanes(w - i0);
+      const __m512i lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, s0 + i0));
+      const __m512i hi = has_odd ? _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, s1 + i0))
+                                 : _mm512_setzero_si512();
+      _mm512_mask_storeu_epi32(d + size_t(kp) * w + i0, m,
+                               _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+    }
+  }
+}
+
+// Words of n vectors along k in blocks of `width` vectors: block j holds vectors
+// [width j, width j + w) as [pair][w] words. Element (i, k) is src[i * ld + k]
+// when k_contiguous, else src[k * ld + i].
+void pack(const bf16* src, size_t ld, bool k_contiguous, int n, int K, int width, uint32_t* dst) {
+  const size_t kp_count = size_t(K + 1) / 2;
+  for (int i0 = 0; i0 < n; i0 += width) {
+    const int w = std::min(width, n - i0);
+    uint32_t* d = dst + size_t(i0) * kp_count;
+    if (k_contiguous) {
+      pack_k_contiguous(src + size_t(i0) * ld, ld, w, K, d);
+    } else {
+      pack_k_strided(src + i0, ld, w, K, d);
+    }
+  }
+}
 
 // Sums of R rows x (up to) 32 columns over pairs [0, n) of one pass: pa holds
 // the rows' pairs as [pair][R], pb the columns' as [pair][w]. first: start at
@@ -109,6 +178,8 @@ BlockFn block_fn(int rows, bool two) {
                                    block_for<10>(true), block_for<11>(true), block_for<12>(true)};
   return two ? kTwo[rows - 1] : kOne[rows - 1];
 }
+
+#pragma GCC diagnostic pop
 
 float flush_subnormal(float x) { return std::fabs(x) < 0x1p-126f ? std::copysign(0.0f, x) : x; }
 

@@ -31,6 +31,7 @@ bool cpu_supported();
 size_t packed_words(int rows_or_cols, int K);
 
 // Rows [0, rows) of op(A) (A stored [M,K], or [K,M] when trans), reduction K.
+// Both packers use AVX-512 (BW, VL): they require cpu_supported().
 void pack_a(const bf16* a, size_t lda, bool trans, int rows, int K, uint32_t* dst);
 
 // Columns [0, cols) of op(B) (B stored [K,N], or [N,K] when trans).

@@ -96,6 +96,7 @@ inline void batch_counters(uint64_t group0, uint32_t* lo32, uint32_t* hi32) {
 // is never read).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 // The AVX2 form with 16 groups a vector: two vectors make the batch, and the
 // masked blend and the 128-bit-lane shuffles replace AVX2's blends and
