@@ -16,6 +16,7 @@
 #include "kernels/common/adamw.h"
 #include "kernels/common/sr_bits.h"
 #include "kernels/cpu/adamw.h"
+#include "kernels/cpu/cpu_isa.h"
 #include "lib/precision.h"
 #include "tests/adamw_element_reference.h"
 
@@ -314,6 +315,36 @@ TEST_P(AdamWSpec, FusedPassEqualsElementByElement) {
     ASSERT_TRUE(fused.same_bits(single)) << "step " << step;
     expect_telemetry_eq(tel, ref.tel, kSumRel);
     EXPECT_GT(tel.nonzero, 0u);
+  }
+}
+
+// Steps without telemetry run AVX-512 loops where the CPU has them
+// (kernels/cpu/cpu_isa.h): on every ISA the CPU runs, the same bits as the
+// element function one element at a time; with telemetry, the same sums too.
+TEST_P(AdamWSpec, EveryInstructionSetStoresTheSameBits) {
+  const AdamWRule rule = rule_of(GetParam());
+  const size_t n = 2 * 65536 + 4099, begin = 13;
+  State start(rule, n);
+  start.randomize(23);
+  const auto segs = segments(n);
+  AdamWTelemetry first_tel{};
+  for (cpu::CpuIsa isa : cpu::runnable_cpu_isas()) {
+    const cpu::ScopedCpuIsa forced(isa);
+    SCOPED_TRACE(cpu::cpu_isa_name(isa));
+    State fused = start;
+    for (uint64_t step = 1; step <= 2; ++step) {
+      State single = fused;
+      const AdamWHyper h = hyper(step);
+      cpu::adamw_step(rule, fused.at(begin), segs.data(), segs.size(), begin, n, h, nullptr);
+      AdamWElementByElement ref{single.at(begin), segs, begin, n, h};
+      adamw_dispatch(rule, ref);
+      ASSERT_TRUE(fused.same_bits(single)) << "step " << step;
+    }
+    State with_tel = start;
+    AdamWTelemetry tel;
+    cpu::adamw_step(rule, with_tel.at(begin), segs.data(), segs.size(), begin, n, hyper(1), &tel);
+    if (isa == cpu::CpuIsa::kAvx2) first_tel = tel;
+    EXPECT_EQ(std::memcmp(&tel, &first_tel, sizeof tel), 0);
   }
 }
 

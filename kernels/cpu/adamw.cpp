@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/common/sr_bits.h"
+#include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/philox_simd.h"
 
 // sqrtf in the element math vectorizes only without errno semantics; with them
@@ -79,10 +80,12 @@ inline void tally(float update, float w, bool m_stalled, bool v_stalled, float& 
   vs += v_stalled;
 }
 
-// Elements [0, n) of `t` one per SIMD lane, through adamw_element.
+// Elements [0, n) of `t` one per SIMD lane, through adamw_element. Always
+// inlined, like pair_loop and step_tiles: the loops are then compiled for the
+// instruction set of the step_piece they land in (AVX2 or AVX-512).
 template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, bool kTel, bool kDecay>
-void element_loop(const AdamWArrays<WM, MM, VM>& t, TileBits b, size_t n, const AdamWHyper& hyper,
-                  Sums& sums) {
+[[gnu::always_inline]] inline void element_loop(const AdamWArrays<WM, MM, VM>& t, TileBits b,
+                                                size_t n, const AdamWHyper& hyper, Sums& sums) {
   using A = AdamWArrays<WM, MM, VM>;
   const AdamWHyper h = hyper;  // a local copy: stores through the arrays cannot alias it
   float usq = 0, wsq = 0;
@@ -122,8 +125,8 @@ inline uint16_t half(uint32_t x, int j) { return uint16_t(x >> (16 * j)); }
 // and narrowing a shift and an or, where one element per lane needs shuffles
 // (a single port on many x86 cores) to move 16-bit halves across lanes.
 template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, bool kTel, bool kDecay>
-void pair_loop(const AdamWArrays<WM, MM, VM>& t, TileBits b, size_t npairs, const AdamWHyper& hyper,
-               Sums& sums) {
+[[gnu::always_inline]] inline void pair_loop(const AdamWArrays<WM, MM, VM>& t, TileBits b,
+                                             size_t npairs, const AdamWHyper& hyper, Sums& sums) {
   using A = AdamWArrays<WM, MM, VM>;
   const AdamWHyper h = hyper;  // a local copy: stores through the arrays cannot alias it
   constexpr bool kAux = WM == AdamWWeightMode::kRem16 || WM == AdamWWeightMode::kKahan;
@@ -174,8 +177,9 @@ void pair_loop(const AdamWArrays<WM, MM, VM>& t, TileBits b, size_t npairs, cons
 // Global elements [lo, hi) of one segment; `a` points at global index `begin`.
 // kDecay is a template argument so the SIMD loops have no branch.
 template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, bool kTel, bool kDecay>
-void step_piece(const AdamWArrays<WM, MM, VM>& a, size_t begin, size_t lo, size_t hi,
-                const AdamWHyper& h, const SrStreams& streams, Sums& sums) {
+[[gnu::always_inline]] inline void step_tiles(const AdamWArrays<WM, MM, VM>& a, size_t begin,
+                                              size_t lo, size_t hi, const AdamWHyper& h,
+                                              const SrStreams& streams, Sums& sums) {
   using A = AdamWArrays<WM, MM, VM>;
   alignas(64) uint16_t rw[8 * kTileGroups], rm[8 * kTileGroups], rv[8 * kTileGroups];
   for (size_t t0 = lo; t0 < hi;) {
@@ -205,6 +209,31 @@ void step_piece(const AdamWArrays<WM, MM, VM>& a, size_t begin, size_t lo, size_
   }
 }
 
+// step_tiles compiled for the build's baseline (AVX2)...
+template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, bool kTel, bool kDecay>
+void step_piece(const AdamWArrays<WM, MM, VM>& a, size_t begin, size_t lo, size_t hi,
+                const AdamWHyper& h, const SrStreams& streams, Sums& sums) {
+  step_tiles<WM, MM, VM, kTel, kDecay>(a, begin, lo, hi, h, streams, sums);
+}
+
+// ...and for AVX-512 (kernels/cpu/cpu_isa.h), twice the lanes per instruction.
+// Every stored bit is the same: each element's math is exact IEEE operations
+// without contraction, whatever the vector width. The telemetry's fp32 sums
+// of squares would not be (the lanes split the sums differently), so steps
+// with telemetry always take the baseline path. GCC 12 reports its own
+// AVX-512 intrinsics' undefined-value idiom as uninitialized here (a false
+// positive).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, bool kDecay>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,prefer-vector-width=512"))) void
+step_piece_avx512(const AdamWArrays<WM, MM, VM>& a, size_t begin, size_t lo, size_t hi,
+                  const AdamWHyper& h, const SrStreams& streams, Sums& sums) {
+  step_tiles<WM, MM, VM, false, kDecay>(a, begin, lo, hi, h, streams, sums);
+}
+#pragma GCC diagnostic pop
+
 // Index of the last segment starting at or before element i (segments are
 // sorted and start at 0; zero-length ones it may land on are skipped by callers).
 size_t segment_at(const ParamSegment* segs, size_t nseg, size_t i) {
@@ -233,6 +262,7 @@ struct StepCall {
   void family() const {
     const auto a = AdamWArrays<WM, MM, VM>::from(buffers);
     const SrStreams streams(h);
+    const bool avx512 = !kTel && cpu_isa() == CpuIsa::kAvx512;  // outside the team: it may throw
     const size_t nchunks = (end - begin + kChunk - 1) / kChunk;
     std::vector<Sums> chunk_sums(kTel ? nchunks : 0);
 #pragma omp parallel for schedule(static)
@@ -243,7 +273,13 @@ struct StepCall {
       for (size_t lo = c0; lo < c1; ++s) {
         const size_t hi = std::min(c1, segs[s].offset + segs[s].count);
         if (hi <= lo) continue;
-        if (segs[s].decay) {
+        if (avx512) {
+          if (segs[s].decay) {
+            step_piece_avx512<WM, MM, VM, true>(a, begin, lo, hi, h, streams, sums);
+          } else {
+            step_piece_avx512<WM, MM, VM, false>(a, begin, lo, hi, h, streams, sums);
+          }
+        } else if (segs[s].decay) {
           step_piece<WM, MM, VM, kTel, true>(a, begin, lo, hi, h, streams, sums);
         } else {
           step_piece<WM, MM, VM, kTel, false>(a, begin, lo, hi, h, streams, sums);
