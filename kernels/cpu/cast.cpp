@@ -51,7 +51,7 @@ size_t for_each_block(const In* in, Out* out, size_t begin, size_t n, Block&& bl
 // SR of one batch. Batches of finite inputs (all but a vanishing few) take
 // float_to_bf16_sr's finite branch, (bits + r) >> 16, without the per-element
 // NaN/Inf selects; any special sends the batch through the full rule.
-inline void sr_batch(const float* x, bf16* y, const uint16_t* r) {
+[[gnu::always_inline]] inline void sr_batch_body(const float* x, bf16* y, const uint16_t* r) {
   uint32_t max_magnitude = 0;
 #pragma omp simd reduction(max : max_magnitude)
   for (size_t e = 0; e < kSrBitsBatch; ++e) {
@@ -67,6 +67,22 @@ inline void sr_batch(const float* x, bf16* y, const uint16_t* r) {
     for (size_t e = 0; e < kSrBitsBatch; ++e) y[e] = float_to_bf16_sr(x[e], r[e]);
   }
 }
+
+// The batch compiled for the baseline (AVX2) and for AVX-512, chosen with the
+// SR bits' generator (SrStream::avx512, kernels/cpu/cpu_isa.h): integer adds,
+// shifts and selects, so the bits cannot depend on the vector width. (A
+// function of its own per ISA: an OpenMP region's body is outlined before
+// inlining and would keep the baseline's instructions.)
+void sr_batch(const float* x, bf16* y, const uint16_t* r) { sr_batch_body(x, y, r); }
+
+#pragma GCC diagnostic push  // GCC 12's false positive on its AVX-512 intrinsics
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,prefer-vector-width=512"))) void
+sr_batch_avx512(const float* x, bf16* y, const uint16_t* r) {
+  sr_batch_body(x, y, r);
+}
+#pragma GCC diagnostic pop
 
 }  // namespace
 
@@ -111,7 +127,11 @@ void cast_f32_to_bf16_sr(const float* in, bf16* out, size_t n, uint64_t seed, Rn
   const size_t tail = for_each_block<kSrBitsBatch>(in, out, head, n, [&](size_t i0) {
     alignas(32) uint16_t bits[kSrBitsBatch];
     sr_bits_batch(s, group_of(i0), bits);
-    sr_batch(in + i0, out + i0, bits);
+    if (s.avx512) {
+      sr_batch_avx512(in + i0, out + i0, bits);
+    } else {
+      sr_batch(in + i0, out + i0, bits);
+    }
   });
   if (tail < n) {  // fewer than a batch left, starting on a group boundary
     alignas(32) uint16_t bits[kSrBitsBatch];
