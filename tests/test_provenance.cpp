@@ -65,7 +65,9 @@ TEST(Provenance, VersionPrintsTheBuildFacts) {
   EXPECT_THAT(out, HasSubstr(std::string("sr-train ") + SRKIT_VERSION));
   EXPECT_THAT(out, HasSubstr("numerics_flags: -ffp-contract=off"));
   EXPECT_THAT(out, HasSubstr("host cpu_model: "));
-  if (built_from_git()) EXPECT_THAT(out, HasSubstr("git_commit: "));
+  if (built_from_git()) {
+    EXPECT_THAT(out, HasSubstr("git_commit: "));
+  }
 }
 
 TEST(Provenance, AnUnknownBf16GemmPathIsAOneLineError) {

@@ -7,6 +7,7 @@
 
 #include "kernels/common/sr_bits.h"
 #include "kernels/cpu/cpu_isa.h"
+#include "kernels/cpu/isa_target.h"
 #include "kernels/cpu/philox_simd.h"
 
 // sqrtf in the element math vectorizes only without errno semantics; with them
@@ -220,19 +221,15 @@ void step_piece(const AdamWArrays<WM, MM, VM>& a, size_t begin, size_t lo, size_
 // Every stored bit is the same: each element's math is exact IEEE operations
 // without contraction, whatever the vector width. The telemetry's fp32 sums
 // of squares would not be (the lanes split the sums differently), so steps
-// with telemetry always take the baseline path. GCC 12 reports its own
-// AVX-512 intrinsics' undefined-value idiom as uninitialized here (a false
-// positive).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// with telemetry always take the baseline path.
+SRKIT_AVX512_WARNINGS_BEGIN
 template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, bool kDecay>
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,prefer-vector-width=512"))) void
-step_piece_avx512(const AdamWArrays<WM, MM, VM>& a, size_t begin, size_t lo, size_t hi,
-                  const AdamWHyper& h, const SrStreams& streams, Sums& sums) {
+SRKIT_TARGET_AVX512 void step_piece_avx512(const AdamWArrays<WM, MM, VM>& a, size_t begin,
+                                           size_t lo, size_t hi, const AdamWHyper& h,
+                                           const SrStreams& streams, Sums& sums) {
   step_tiles<WM, MM, VM, false, kDecay>(a, begin, lo, hi, h, streams, sums);
 }
-#pragma GCC diagnostic pop
+SRKIT_AVX512_WARNINGS_END
 
 // Index of the last segment starting at or before element i (segments are
 // sorted and start at 0; zero-length ones it may land on are skipped by callers).

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels/common/sr_bits.h"
+#include "kernels/cpu/isa_target.h"
 #include "kernels/cpu/philox_simd.h"
 
 namespace srkit::cpu {
@@ -75,14 +76,11 @@ size_t for_each_block(const In* in, Out* out, size_t begin, size_t n, Block&& bl
 // inlining and would keep the baseline's instructions.)
 void sr_batch(const float* x, bf16* y, const uint16_t* r) { sr_batch_body(x, y, r); }
 
-#pragma GCC diagnostic push  // GCC 12's false positive on its AVX-512 intrinsics
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,prefer-vector-width=512"))) void
-sr_batch_avx512(const float* x, bf16* y, const uint16_t* r) {
+SRKIT_AVX512_WARNINGS_BEGIN
+SRKIT_TARGET_AVX512 void sr_batch_avx512(const float* x, bf16* y, const uint16_t* r) {
   sr_batch_body(x, y, r);
 }
-#pragma GCC diagnostic pop
+SRKIT_AVX512_WARNINGS_END
 
 }  // namespace
 

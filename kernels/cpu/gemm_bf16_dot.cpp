@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/cpu/isa_target.h"
+
 namespace srkit::cpu::bf16_dot {
 namespace {
 
@@ -20,24 +22,17 @@ constexpr int kPassPairs = 256;
 
 int pairs(int K) { return (K + 1) / 2; }
 
-#define SRKIT_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
-
-// GCC 12's AVX-512 intrinsics start from _mm512_undefined_epi32(), a
-// self-initialized variable that -Wuninitialized reports once inlined into a
-// function compiled through a target attribute (a false positive).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+SRKIT_AVX512_WARNINGS_BEGIN
 
 // The lowest n of 16 lanes.
-SRKIT_BF16_TARGET inline __mmask16 lanes(int n) {
+SRKIT_TARGET_AVX512_BF16 inline __mmask16 lanes(int n) {
   return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
 }
 
 // r[j] = column j of the 16 x 16 matrix of 32-bit words whose rows are r[0..15]:
 // pairs of rows interleaved by 32 then 64 bits (within each 128-bit lane),
 // then the 4 x 4 matrix of 128-bit lanes transposed by two rounds of shuffles.
-SRKIT_BF16_TARGET inline void transpose16(__m512i r[16]) {
+SRKIT_TARGET_AVX512_BF16 inline void transpose16(__m512i r[16]) {
   __m512i t[16], u[16];
   for (int j = 0; j < 8; ++j) {
     t[2 * j] = _mm512_unpacklo_epi32(r[2 * j], r[2 * j + 1]);
@@ -65,7 +60,8 @@ SRKIT_BF16_TARGET inline void transpose16(__m512i r[16]) {
 // Vectors [0, w) of a block, each contiguous along k (element k of vector i at
 // src[i * ld + k]), as [pair][w] words: a pair of k is one 32-bit word of the
 // source, so this is a transpose of words, 16 x 16 at a time.
-SRKIT_BF16_TARGET void pack_k_contiguous(const bf16* src, size_t ld, int w, int K, uint32_t* d) {
+SRKIT_TARGET_AVX512_BF16 void pack_k_contiguous(const bf16* src, size_t ld, int w, int K,
+                                                uint32_t* d) {
   const int full = K / 2;  // pairs with both halves in range
   for (int i0 = 0; i0 < w; i0 += 16) {
     const int rows = std::min(16, w - i0);
@@ -90,7 +86,8 @@ SRKIT_BF16_TARGET void pack_k_contiguous(const bf16* src, size_t ld, int w, int 
 
 // Vectors [0, w) of a block laid across k (element k of vector i at
 // src[k * ld + i]): each word joins two source rows' elements, 16 at a time.
-SRKIT_BF16_TARGET void pack_k_strided(const bf16* src, size_t ld, int w, int K, uint32_t* d) {
+SRKIT_TARGET_AVX512_BF16 void pack_k_strided(const bf16* src, size_t ld, int w, int K,
+                                             uint32_t* d) {
   const int pair_count = (K + 1) / 2;
   for (int kp = 0; kp < pair_count; ++kp) {
     const bf16* s0 = src + size_t(2 * kp) * ld;
@@ -127,8 +124,8 @@ void pack(const bf16* src, size_t ld, bool k_contiguous, int n, int K, int width
 // the rows' pairs as [pair][R], pb the columns' as [pair][w]. first: start at
 // zero, else continue the sums stored in c.
 template <int R, bool kTwoVectors>
-SRKIT_BF16_TARGET void block(const uint32_t* pa, const uint32_t* pb, int w, int n, bool first,
-                             float* c, size_t ldc) {
+SRKIT_TARGET_AVX512_BF16 void block(const uint32_t* pa, const uint32_t* pb, int w, int n,
+                                    bool first, float* c, size_t ldc) {
   const __mmask16 m0 = w >= 16 ? __mmask16(0xffff) : __mmask16((1u << w) - 1);
   const __mmask16 m1 = w >= 32 ? __mmask16(0xffff) : __mmask16(((1u << (w - 16)) - 1) * (w > 16));
   // Every loop over r fully unrolled: with constant indices the arrays live
@@ -179,7 +176,7 @@ BlockFn block_fn(int rows, bool two) {
   return two ? kTwo[rows - 1] : kOne[rows - 1];
 }
 
-#pragma GCC diagnostic pop
+SRKIT_AVX512_WARNINGS_END
 
 float flush_subnormal(float x) { return std::fabs(x) < 0x1p-126f ? std::copysign(0.0f, x) : x; }
 

@@ -2,6 +2,7 @@
 
 #include "kernels/common/philox.h"
 #include "kernels/cpu/cpu_isa.h"
+#include "kernels/cpu/isa_target.h"
 
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -88,27 +89,19 @@ inline void batch_counters(uint64_t group0, uint32_t* lo32, uint32_t* hi32) {
   }
 }
 
-#define SRKIT_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
-
-// GCC 12's AVX-512 intrinsics start from _mm512_undefined_epi32(), a
-// self-initialized variable that -Wuninitialized reports once inlined into a
-// function compiled through a target attribute (a false positive: the value
-// is never read).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+SRKIT_AVX512_WARNINGS_BEGIN
 
 // The AVX2 form with 16 groups a vector: two vectors make the batch, and the
 // masked blend and the 128-bit-lane shuffles replace AVX2's blends and
 // permutes. Half the instructions per element of the AVX2 form.
-SRKIT_AVX512 inline void mulhilo16(__m512i a, __m512i m, __m512i& hi, __m512i& lo) {
+SRKIT_TARGET_AVX512 inline void mulhilo16(__m512i a, __m512i m, __m512i& hi, __m512i& lo) {
   const __m512i even = _mm512_mul_epu32(a, m);
   const __m512i odd = _mm512_mul_epu32(_mm512_srli_epi64(a, 32), m);
   lo = _mm512_mask_blend_epi32(__mmask16(0xAAAA), even, _mm512_slli_epi64(odd, 32));
   hi = _mm512_mask_blend_epi32(__mmask16(0xAAAA), _mm512_srli_epi64(even, 32), odd);
 }
 
-SRKIT_AVX512 void sr_bits_batch_avx512(const SrStream& s, uint64_t group0, uint16_t* bits) {
+SRKIT_TARGET_AVX512 void sr_bits_batch_avx512(const SrStream& s, uint64_t group0, uint16_t* bits) {
   using namespace philox_detail;
   constexpr int kVectors16 = int(kSrBatchGroups / 16);
   alignas(64) uint32_t lo32[kSrBatchGroups], hi32[kSrBatchGroups];
@@ -160,7 +153,7 @@ SRKIT_AVX512 void sr_bits_batch_avx512(const SrStream& s, uint64_t group0, uint1
   }
 }
 
-#pragma GCC diagnostic pop
+SRKIT_AVX512_WARNINGS_END
 
 void sr_bits_batch_avx2(const SrStream& s, uint64_t group0, uint16_t* bits) {
   using namespace philox_detail;
