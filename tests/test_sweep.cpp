@@ -110,9 +110,10 @@ TEST_F(SweepGrid, WritesEveryReportAndTheyParse) {
   const std::string md = read_text(d / "sweep.md");
   EXPECT_NE(first_->out.find(md), std::string::npos);
   EXPECT_NE(md.find("| strategy | lr 0.001 | lr 0.003 |"), std::string::npos) << md;
-  for (const char* row : {"| mixed | ", "| bf16-sr | "}) {
-    EXPECT_EQ(count_of(md, row), 2u) << row << " in\n" << md;  // loss table and best-lr table
-  }
+  // mixed: the loss table and the best-lr table; bf16-sr also the paired differences.
+  EXPECT_EQ(count_of(md, "| mixed | "), 2u) << md;
+  EXPECT_EQ(count_of(md, "| bf16-sr | "), 3u) << md;
+  EXPECT_NE(md.find("## Paired differences from mixed"), std::string::npos) << md;
   EXPECT_NE(md.find(" ± "), std::string::npos);
   EXPECT_NE(first_->err.find("[8/8]"), std::string::npos) << first_->err;
 
