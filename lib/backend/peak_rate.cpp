@@ -30,10 +30,12 @@ PeakRate measure_sgemm_peak(int n, int reps) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     rates.push_back(2.0 * double(n) * double(n) * double(n) / s / 1e9);
   }
-  std::sort(rates.begin(), rates.end());
+  // The best call, not the median: a peak is what the machine can reach, and
+  // on a shared VM the median of 5 moved by 2x between back-to-back runs
+  // (98.5 and 180.8 GFLOP/s on one Zen 4) while the best of 10 held.
   PeakRate p;
-  p.gflops = rates[rates.size() / 2];
-  p.source = strprintf("sgemm %dx%dx%d measured (median of %d)", n, n, n, reps);
+  p.gflops = *std::max_element(rates.begin(), rates.end());
+  p.source = strprintf("sgemm %dx%dx%d measured (best of %d)", n, n, n, reps);
   return p;
 }
 

@@ -13,10 +13,10 @@ struct PeakRate {
   std::string source;  // how it was obtained, for tables and JSON
 };
 
-// Median GFLOP/s of `reps` square n x n x n fp32 GEMMs through the CPU GEMM
+// Highest GFLOP/s of `reps` square n x n x n fp32 GEMMs through the CPU GEMM
 // (kernels/cpu/gemm.h, OpenBLAS) after one untimed call, with the OpenMP/BLAS
 // threads currently set (make_backend sets them).
-PeakRate measure_sgemm_peak(int n = 1024, int reps = 5);
+PeakRate measure_sgemm_peak(int n = 1024, int reps = 10);
 
 // Dense (no sparsity) bf16 tensor-core GFLOP/s from the vendor datasheet for a
 // CUDA device name as cudaGetDeviceProperties reports it ("NVIDIA H100 80GB
