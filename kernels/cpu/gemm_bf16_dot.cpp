@@ -24,8 +24,9 @@ int pairs(int K) { return (K + 1) / 2; }
 
 SRKIT_AVX512_WARNINGS_BEGIN
 
-// The lowest n of 16 lanes.
+// The lowest n of 16 lanes (none for n <= 0, all for n >= 16).
 SRKIT_TARGET_AVX512_BF16 inline __mmask16 lanes(int n) {
+  if (n <= 0) return __mmask16(0);
   return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
 }
 
@@ -126,8 +127,7 @@ void pack(const bf16* src, size_t ld, bool k_contiguous, int n, int K, int width
 template <int R, bool kTwoVectors>
 SRKIT_TARGET_AVX512_BF16 void block(const uint32_t* pa, const uint32_t* pb, int w, int n,
                                     bool first, float* c, size_t ldc) {
-  const __mmask16 m0 = w >= 16 ? __mmask16(0xffff) : __mmask16((1u << w) - 1);
-  const __mmask16 m1 = w >= 32 ? __mmask16(0xffff) : __mmask16(((1u << (w - 16)) - 1) * (w > 16));
+  const __mmask16 m0 = lanes(w), m1 = lanes(w - 16);
   // Every loop over r fully unrolled: with constant indices the arrays live
   // in registers. (A loop left rolled makes GCC keep them in memory too and
   // store every accumulator on every step of k: 30% of the time.)
