@@ -1,8 +1,9 @@
 // Which instruction set the CPU's AVX-512-capable kernels use (the Philox of
 // kernels/cpu/philox_simd.h, the AdamW loops of kernels/cpu/adamw.cpp): AVX2, the build's baseline
 // (x86-64-v3), or AVX-512 where the CPU has it. One build runs everywhere; the choice changes
-// speed, never bits (tests/test_cpu_isa.cpp forces each path the CPU supports and compares). A
-// run's provenance records it as host.cpu_isa.
+// speed, never bits (tests/test_philox.cpp, test_cast_cpu.cpp, test_adamw.cpp and
+// test_trainer.cpp force each ISA the CPU supports and compare). A run's provenance records it
+// as host.cpu_isa.
 //
 // Chosen once per process from SRKIT_CPU_ISA: `auto` (unset: avx512 where the
 // CPU has AVX-512 F, BW, VL and DQ, else avx2), `avx2` or `avx512`.
