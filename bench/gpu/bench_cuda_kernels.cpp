@@ -62,26 +62,34 @@ float unit(uint64_t i) {
 }
 
 // Fills n elements of dtype t with scale * unit(i + salt) (squared when
-// `square`, for the second moment), 16M elements at a time through the host.
+// `square`, for the second moment). Only the first 1M elements are made on the
+// host; the rest repeat them by device-to-device copies, so that filling the
+// 256M-element cases (which Google Benchmark sets up several times while it
+// sizes a run) costs milliseconds, not seconds of one host thread.
 void fill(void* dst, srkit::DType t, size_t n, float scale, uint64_t salt, bool square = false) {
   if (!dst) return;
-  constexpr size_t kChunk = size_t(16) << 20;
-  std::vector<float> f(std::min(n, kChunk));
-  std::vector<bf16> h(t == srkit::DType::kBF16 ? f.size() : 0);
-  for (size_t base = 0; base < n; base += kChunk) {
-    const size_t len = std::min(kChunk, n - base);
-    for (size_t i = 0; i < len; ++i) {
-      const float x = scale * unit(base + i + salt);
-      f[i] = square ? x * x : x;
-    }
-    const size_t es = srkit::dtype_size(t);
-    char* d = static_cast<char*>(dst) + base * es;
-    if (t == srkit::DType::kF32) {
-      cuda::copy_to_device(d, f.data(), len * es);
-    } else {
-      for (size_t i = 0; i < len; ++i) h[i] = srkit::float_to_bf16_rn(f[i]);
-      cuda::copy_to_device(d, h.data(), len * es);
-    }
+  constexpr size_t kPattern = size_t(1) << 20;
+  const size_t es = srkit::dtype_size(t);
+  const size_t len = std::min(n, kPattern);
+  std::vector<float> f(len);
+  for (size_t i = 0; i < len; ++i) {
+    const float x = scale * unit(i + salt);
+    f[i] = square ? x * x : x;
+  }
+  if (t == srkit::DType::kF32) {
+    cuda::copy_to_device(dst, f.data(), len * es);
+  } else {
+    std::vector<bf16> h(len);
+    for (size_t i = 0; i < len; ++i) h[i] = srkit::float_to_bf16_rn(f[i]);
+    cuda::copy_to_device(dst, h.data(), len * es);
+  }
+  char* d = static_cast<char*>(dst);
+  // Doubling copies: [0, done) is filled; copy as much of it as fits after it.
+  for (size_t done = len; done < n;) {
+    const size_t count = std::min(done, n - done);
+    cuda::check(cudaMemcpy(d + done * es, d, count * es, cudaMemcpyDeviceToDevice),
+                "cudaMemcpy D2D (fill)");
+    done += count;
   }
 }
 

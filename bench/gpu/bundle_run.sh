@@ -93,8 +93,9 @@ tests_log="$out/gpu-tests.log"
 timeout 300 "$here/bin/srkit_gpu_bundle_tests" --gtest_color=no >"$tests_log.full" 2>&1
 tests_rc=$?
 passed=$(grep -c '^\[       OK \]' "$tests_log.full")
-failed=$(grep -c '^\[  FAILED  \].*(' "$tests_log.full")
-skipped=$(grep -c '^\[  SKIPPED \]' "$tests_log.full")
+# One line per test as it ends ("... (12 ms)"), not the lists at the end of the run.
+failed=$(grep -cE '^\[  FAILED  \] .* \([0-9]+ ms\)$' "$tests_log.full")
+skipped=$(grep -cE '^\[  SKIPPED \] .* \([0-9]+ ms\)$' "$tests_log.full")
 {
   grep -E '^\[  (FAILED|SKIPPED) \]' "$tests_log.full" | head -60
   echo "..."
@@ -152,6 +153,62 @@ for c in cells:
           + (f"; vs mixed: {vs:.2f}x speed, {mem:.2f}x memory" if vs else "") + " |")
 EOF
 )
+fi
+
+# ---- 6. where a training step's device time goes, kernel by kernel ---------------
+# Nsight Compute times every kernel of one warm-up and one timed gpt2-124m
+# bf16-sr step (B=16, T=1024), one pass each, clocks and caches left as they
+# are; profile.md sums them by kernel name (the CSV itself when python3 is absent).
+profile_md="$out/profile.md"
+if command -v ncu >/dev/null 2>&1; then
+  timeout 180 ncu --metrics gpu__time_duration.sum --clock-control none --cache-control none \
+    --csv --page raw --print-units base "$here/bin/sr-bench" train --device cuda \
+    --models gpt2-124m --strategies bf16-sr --batches 16 --seq-len 1024 --warmup 1 --steps 1 \
+    >"$out/profile.csv" 2>"$out/profile.err"
+  prof_rc=$?
+  if command -v python3 >/dev/null 2>&1 &&
+    python3 - "$out/profile.csv" >"$profile_md" 2>>"$out/profile.err" <<'EOF'
+import csv, sys
+rows = [r for r in csv.reader(open(sys.argv[1])) if r]
+head = next(i for i, r in enumerate(rows) if "Kernel Name" in r and "gpu__time_duration.sum" in r)
+names = rows[head]
+k, t = names.index("Kernel Name"), names.index("gpu__time_duration.sum")
+scale = {"nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, "us": 1e-6, "msecond": 1e-3, "ms": 1e-3,
+         "second": 1.0, "s": 1.0}
+unit = scale.get(rows[head + 1][t]) if head + 1 < len(rows) else None
+data = rows[head + (2 if unit else 1):]
+unit = unit or 1e-9
+by = {}
+launches = 0
+for r in data:
+    try:
+        sec = float(r[t].replace(",", "")) * unit
+    except (ValueError, IndexError):
+        continue
+    launches += 1
+    n, s = by.get(r[k], (0, 0.0))
+    by[r[k]] = (n + 1, s + sec)
+total = sum(s for _, s in by.values())
+print(f"# Device time by kernel: gpt2-124m bf16-sr, B=16, T=1024, 2 steps ({launches} launches)")
+print()
+print(f"Total kernel time {1e3 * total:.1f} ms (ncu, one pass per kernel, clocks and caches as they are).")
+print()
+print("| kernel | launches | ms | share |")
+print("|---|---:|---:|---:|")
+for name, (n, s) in sorted(by.items(), key=lambda x: -x[1][1])[:40]:
+    short = name if len(name) <= 90 else name[:87] + "..."
+    print(f"| `{short}` | {n} | {1e3 * s:.3f} | {100 * s / max(total, 1e-30):.1f}% |")
+EOF
+  then
+    rm -f "$out/profile.csv"
+  else
+    mv "$out/profile.csv" "$profile_md"
+  fi
+  cat "$out/profile.err" >>"$profile_md"
+  rm -f "$out/profile.err"
+  row "kernel profile (ncu, gpt2-124m bf16-sr step)" "rc $prof_rc (profile.md)"
+else
+  row "kernel profile" "not run: ncu not found"
 fi
 
 write_summary
