@@ -133,6 +133,8 @@ std::vector<float> GPT::weights_as_f32() {
   } else {
     std::vector<bf16> tmp(n);
     backend_.copy_to_host(tmp.data(), weights_, n * sizeof(bf16));
+    // Parallel: billions of parameters at the 6.7B presets.
+#pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; ++i) out[i] = bf16_to_float(tmp[i]);
   }
   return out;
@@ -145,6 +147,7 @@ void GPT::set_weights_from_f32(const std::vector<float>& values) {
     backend_.copy_to_device(weights_, values.data(), n * sizeof(float));
   } else {
     std::vector<bf16> tmp(n);
+#pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; ++i) tmp[i] = float_to_bf16_rn(values[i]);
     backend_.copy_to_device(weights_, tmp.data(), n * sizeof(bf16));
   }
