@@ -105,7 +105,12 @@ TEST(SrBenchCli, TrainTableCsvAndJsonForTheTinyPreset) {
 
   std::ifstream jf(dir / "t.json");
   const nlohmann::json j = nlohmann::json::parse(jf);
-  EXPECT_GT(j["peak_gflops"].get<double>(), 0.0);
+  // Each cell's MFU is against the peak of its strategy's compute dtype: both
+  // compute in bf16, so only the bf16 GEMM rate is measured.
+  ASSERT_TRUE(j["peaks"].contains("bf16")) << j["peaks"];
+  EXPECT_FALSE(j["peaks"].contains("f32")) << j["peaks"];
+  const double bf16_peak = j["peaks"]["bf16"]["gflops"];
+  EXPECT_GT(bf16_peak, 0.0);
   EXPECT_EQ(j["timed_steps"], 2);
   ASSERT_EQ(j["cells"].size(), 2u);
   for (const nlohmann::json& c : j["cells"]) {
@@ -116,6 +121,8 @@ TEST(SrBenchCli, TrainTableCsvAndJsonForTheTinyPreset) {
     EXPECT_GE(c["ms_per_step"]["max"].get<double>(), median);
     EXPECT_NEAR(c["tokens_per_s"].get<double>(), 64.0 / (median * 1e-3), 1e-6 * 64e3 / median);
     EXPECT_GT(c["mfu"].get<double>(), 0.0);
+    EXPECT_EQ(c["peak_gflops"].get<double>(), bf16_peak);
+    EXPECT_NEAR(c["mfu"].get<double>(), c["gflops"].get<double>() / bf16_peak, 1e-9);
     for (const char* key :
          {"weights", "master", "grads", "opt_state", "activations", "scratch", "total"}) {
       EXPECT_TRUE(c["peak_bytes"].contains(key)) << key;

@@ -30,19 +30,28 @@ TEST(BenchFlops, KnownAnswer) {
 }
 
 TEST(BenchPeak, DatasheetTable) {
-  EXPECT_DOUBLE_EQ(*datasheet_bf16_gflops("NVIDIA H100 80GB HBM3"), 989e3);
-  EXPECT_DOUBLE_EQ(*datasheet_bf16_gflops("NVIDIA H200"), 989e3);
-  EXPECT_DOUBLE_EQ(*datasheet_bf16_gflops("NVIDIA H100 PCIe"), 756e3);
-  EXPECT_DOUBLE_EQ(*datasheet_bf16_gflops("NVIDIA A100-SXM4-80GB"), 312e3);
-  EXPECT_FALSE(datasheet_bf16_gflops("NVIDIA GeForce GTX 1080").has_value());
+  const DType bf = DType::kBF16, f32 = DType::kF32;
+  EXPECT_DOUBLE_EQ(*datasheet_gflops("NVIDIA H100 80GB HBM3", bf), 989e3);
+  EXPECT_DOUBLE_EQ(*datasheet_gflops("NVIDIA H200", bf), 989e3);
+  EXPECT_DOUBLE_EQ(*datasheet_gflops("NVIDIA H100 PCIe", bf), 756e3);
+  EXPECT_DOUBLE_EQ(*datasheet_gflops("NVIDIA A100-SXM4-80GB", bf), 312e3);
+  EXPECT_DOUBLE_EQ(*datasheet_gflops("NVIDIA H100 80GB HBM3", f32), 67e3);
+  EXPECT_DOUBLE_EQ(*datasheet_gflops("NVIDIA H200", f32), 67e3);
+  EXPECT_DOUBLE_EQ(*datasheet_gflops("NVIDIA H100 PCIe", f32), 51.2e3);
+  EXPECT_DOUBLE_EQ(*datasheet_gflops("NVIDIA A100-SXM4-80GB", f32), 19.5e3);
+  EXPECT_FALSE(datasheet_gflops("NVIDIA GeForce GTX 1080", bf).has_value());
   auto backend = make_cpu_backend(1);
-  EXPECT_DOUBLE_EQ(device_peak(*backend, 123.0).gflops, 123.0);  // the override wins
+  EXPECT_DOUBLE_EQ(device_peak(*backend, 123.0, bf).gflops, 123.0);  // the override wins
+  EXPECT_DOUBLE_EQ(device_peak(*backend, 123.0, f32).gflops, 123.0);
 }
 
-TEST(BenchPeak, SgemmProbeReportsAPositiveRate) {
-  const PeakRate p = measure_sgemm_peak(64, 3);
-  EXPECT_GT(p.gflops, 0.0);
-  EXPECT_NE(p.source.find("64x64x64"), std::string::npos);
+TEST(BenchPeak, GemmProbesReportAPositiveRateNamingTheirGemm) {
+  const PeakRate f = measure_gemm_peak(DType::kF32, 64, 3);
+  EXPECT_GT(f.gflops, 0.0);
+  EXPECT_NE(f.source.find("sgemm 64x64x64"), std::string::npos) << f.source;
+  const PeakRate b = measure_gemm_peak(DType::kBF16, 64, 3);
+  EXPECT_GT(b.gflops, 0.0);
+  EXPECT_NE(b.source.find("bf16 GEMM 64x64x64"), std::string::npos) << b.source;
 }
 
 TEST(BenchLists, SplitParseAndNameTheFlag) {

@@ -56,9 +56,9 @@ int run_train(const TrainArgs& a) {
   }
   for (const std::string& line : train_strategy_summaries(r)) std::printf("%s\n", line.c_str());
   std::printf(
-      "\nms/step over %d timed steps after %d warm-up; MFU against %.1f GFLOP/s (%s); "
-      "memory: backend peak by category, RSS %s\n",
-      o.steps, o.warmup, r.peak.gflops, r.peak.source.c_str(),
+      "\nms/step over %d timed steps after %d warm-up; MFU against the peak of each cell's "
+      "compute dtype: %s; memory: backend peak by category, RSS %s\n",
+      o.steps, o.warmup, peaks_text(r).c_str(),
       r.rss_per_cell ? "per cell" : "cumulative over the process");
   if (!a.csv.empty()) write_text_file(a.csv, train_csv(r), "--csv");
   if (!a.json.empty()) write_text_file(a.json, train_json(r).dump(2) + "\n", "--json");

@@ -101,9 +101,10 @@ class Backend {
   virtual ~Backend() = default;
   virtual std::string name() const = 0;  // "cpu" or "cuda": the key of attention_sizes()
   virtual std::string description() const = 0;
-  // The rate MFU divides by: the CPU's measured sgemm rate, a GPU's datasheet
-  // dense bf16 rate. Throws std::invalid_argument when unknown.
-  virtual PeakRate peak_rate() = 0;
+  // The rate MFU divides by for GEMMs of `compute` operands
+  // (lib/backend/peak_rate.h): the CPU's measured GEMM rate, a GPU's datasheet
+  // dense rate. Throws std::invalid_argument when unknown.
+  virtual PeakRate peak_rate(DType compute) = 0;
   // The stream a communicator orders its collectives after
   // (Communicator::use_stream); nullptr for the CPU.
   virtual cuda::Stream native_stream() const { return nullptr; }

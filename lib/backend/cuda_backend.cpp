@@ -78,13 +78,14 @@ class CudaBackend final : public Backend {
     cuda::memory_info(&free_bytes, &total_bytes);
     return {free_bytes, "free memory of " + cuda::device_description() + " (cudaMemGetInfo)"};
   }
-  PeakRate peak_rate() override {
+  PeakRate peak_rate(DType compute) override {
     const std::string device = cuda::device_description();
     if (cuda::emulated()) return {0.0, device + ": no peak rate"};
-    if (const auto g = datasheet_bf16_gflops(device)) {
-      return {*g, "datasheet dense bf16: " + device};
+    const std::string what = compute == DType::kF32 ? "fp32" : "dense bf16";
+    if (const auto g = datasheet_gflops(device, compute)) {
+      return {*g, "datasheet " + what + ": " + device};
     }
-    throw std::invalid_argument("--peak-gflops: no datasheet bf16 rate for " + device +
+    throw std::invalid_argument("--peak-gflops: no datasheet " + what + " rate for " + device +
                                 "; give the device's peak GFLOP/s");
   }
   cuda::Stream native_stream() const override { return stream_; }

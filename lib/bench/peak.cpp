@@ -2,9 +2,9 @@
 
 namespace srkit {
 
-PeakRate device_peak(Backend& backend, double override_gflops) {
+PeakRate device_peak(Backend& backend, double override_gflops, DType compute) {
   if (override_gflops > 0.0) return {override_gflops, "--peak-gflops"};
-  return backend.peak_rate();
+  return backend.peak_rate(compute);
 }
 
 }  // namespace srkit

@@ -1,6 +1,7 @@
-// The peak FLOP/s that sr-bench's MFU divides by: the user's --peak-gflops, or
-// what the backend reports (Backend::peak_rate: measured sgemm on CPU, the
-// datasheet dense bf16 rate on a GPU).
+// The peak FLOP/s that sr-bench's MFU divides by for steps computing in
+// `compute`: the user's --peak-gflops (for every dtype), or what the backend
+// reports (Backend::peak_rate: measured GEMM rate on CPU, datasheet rate on a
+// GPU).
 #pragma once
 
 #include "lib/backend/backend.h"
@@ -9,6 +10,6 @@ namespace srkit {
 
 // override_gflops when > 0, else backend.peak_rate(), which throws
 // std::invalid_argument (naming --peak-gflops) for a GPU not in the datasheet table.
-PeakRate device_peak(Backend& backend, double override_gflops);
+PeakRate device_peak(Backend& backend, double override_gflops, DType compute);
 
 }  // namespace srkit

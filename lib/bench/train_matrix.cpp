@@ -11,6 +11,7 @@
 #include "lib/model/param_layout.h"
 #include "lib/precision.h"
 #include "lib/train/trainer.h"
+#include "lib/util/format.h"
 
 namespace srkit {
 
@@ -59,6 +60,7 @@ Timing timing_of(std::vector<double> ms) {
 
 CellResult run_cell(const TrainMatrixOptions& o, const std::string& model,
                     const PrecisionStrategy& strategy, int batch, double peak_gflops) {
+  // peak_gflops: the peak of strategy.compute (TrainMatrixResult::peaks).
   const GPTConfig mc = gpt_preset(model);
   CellResult cell;
   cell.model = model;
@@ -84,6 +86,7 @@ CellResult run_cell(const TrainMatrixOptions& o, const std::string& model,
     cell.ms_max = t.max;
     cell.tokens_per_s = double(batch) * cell.seq_len / (t.median * 1e-3);
     cell.gflops = cell.step_flops / (t.median * 1e-3) / 1e9;
+    cell.peak_gflops = peak_gflops;
     cell.mfu = peak_gflops > 0 ? cell.gflops / peak_gflops : 0.0;
     cell.memory = r.memory;
     const auto& p = r.memory.peak;
@@ -133,12 +136,16 @@ TrainMatrixResult run_train_matrix(TrainMatrixOptions o, std::FILE* progress) {
     // Validates --device and sets the OpenMP/BLAS threads the peak probe runs with.
     const std::unique_ptr<Backend> backend = make_backend(o.device, o.threads);
     result.backend = backend->description();
-    result.peak = device_peak(*backend, o.peak_gflops);
+    for (const PrecisionStrategy& s : o.strategies) {
+      if (!result.peaks.count(s.compute)) {
+        result.peaks[s.compute] = device_peak(*backend, o.peak_gflops, s.compute);
+      }
+    }
   }
   result.options = o;
   if (progress) {
-    std::fprintf(progress, "sr-bench: %s; peak %.1f GFLOP/s (%s)\n", result.backend.c_str(),
-                 result.peak.gflops, result.peak.source.c_str());
+    std::fprintf(progress, "sr-bench: %s; peak %s\n", result.backend.c_str(),
+                 peaks_text(result).c_str());
   }
   const size_t total = o.models.size() * o.batches.size() * o.strategies.size();
   result.rss_per_cell = true;
@@ -153,7 +160,8 @@ TrainMatrixResult run_train_matrix(TrainMatrixOptions o, std::FILE* progress) {
           std::fflush(progress);
         }
         result.rss_per_cell = reset_peak_rss() && result.rss_per_cell;
-        CellResult cell = run_cell(o, model, strategy, batch, result.peak.gflops);
+        CellResult cell =
+            run_cell(o, model, strategy, batch, result.peaks.at(strategy.compute).gflops);
         cell.rss_peak_bytes = peak_rss_bytes();
         if (progress) {
           if (cell.ok()) {
@@ -171,6 +179,18 @@ TrainMatrixResult run_train_matrix(TrainMatrixOptions o, std::FILE* progress) {
   }
   compare_with_mixed(result.cells);
   return result;
+}
+
+std::string peaks_text(const TrainMatrixResult& r) {
+  std::string out;
+  // bf16 first: the compute dtype of every strategy but fp32.
+  for (DType dt : {DType::kBF16, DType::kF32}) {
+    const auto it = r.peaks.find(dt);
+    if (it == r.peaks.end()) continue;
+    out += strprintf("%s%s %.1f GFLOP/s (%s)", out.empty() ? "" : ", ", dtype_name(dt),
+                     it->second.gflops, it->second.source.c_str());
+  }
+  return out;
 }
 
 }  // namespace srkit

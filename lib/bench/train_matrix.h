@@ -46,8 +46,9 @@ struct CellResult {
   double step_flops = 0.0;             // lib/bench/flops.h
   double ms_median = 0.0, ms_min = 0.0, ms_max = 0.0;  // timed steps only
   double tokens_per_s = 0.0, gflops = 0.0, mfu = 0.0;  // at the median step
-  MemoryStats memory{};                                // backend accounting, peak by category
-  size_t rss_peak_bytes = 0;                           // VmHWM
+  double peak_gflops = 0.0;   // what mfu divides by: the peak of the strategy's compute dtype
+  MemoryStats memory{};       // backend accounting, peak by category
+  size_t rss_peak_bytes = 0;  // VmHWM
   int timed_steps = 0;
   // Mean ms per step of each phase (forward, backward, optimizer, communication
   // ...) over all steps of the cell, warm-up included: the Trainer's timers
@@ -63,7 +64,9 @@ struct CellResult {
 struct TrainMatrixResult {
   TrainMatrixOptions options;
   std::string backend;  // Backend::description()
-  PeakRate peak;
+  // The peak of each compute dtype the strategies use (PrecisionStrategy::compute):
+  // a bf16 step's MFU is against the bf16 GEMM rate, an fp32 step's against fp32's.
+  std::map<DType, PeakRate> peaks;
   bool rss_per_cell = false;  // VmHWM reset before each cell (else cumulative)
   std::vector<CellResult> cells;
 };
@@ -72,6 +75,10 @@ struct TrainMatrixResult {
 // per cell start and end on `progress` (may be null). A cell over the planted
 // limit (or out of host memory) is reported "OOM" and the rest still run.
 TrainMatrixResult run_train_matrix(TrainMatrixOptions options, std::FILE* progress);
+
+// "bf16 989000.0 GFLOP/s (datasheet dense bf16: ...), f32 67000.0 GFLOP/s (...)":
+// the peaks MFU is measured against, for the progress line and the table footer.
+std::string peaks_text(const TrainMatrixResult& r);
 
 // Fills speedup_vs_mixed / memory_vs_mixed from the matrix's mixed cells.
 void compare_with_mixed(std::vector<CellResult>& cells);

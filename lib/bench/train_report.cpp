@@ -19,6 +19,15 @@ std::string ratio(double x) { return x < 0 ? "-" : strprintf("%.2fx", x); }
 
 size_t peak_of(const CellResult& c, MemCategory cat) { return c.memory.peak[int(cat)]; }
 
+// {"bf16": {"gflops": ..., "source": ...}, "f32": {...}}: the compute dtypes the cells used.
+nlohmann::json peaks_json(const TrainMatrixResult& r) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [dt, peak] : r.peaks) {
+    out[dtype_name(dt)] = {{"gflops", peak.gflops}, {"source", peak.source}};
+  }
+  return out;
+}
+
 std::string flops_formula() {
   return "6*N*B*T + 12*L*B*T^2*C (N parameters incl. padded vocabulary rows; attention QK^T "
          "and AV computed in full, not halved for the causal mask; x3 for forward+backward)";
@@ -116,14 +125,14 @@ std::vector<std::string> train_strategy_summaries(const TrainMatrixResult& r) {
 std::string train_csv(const TrainMatrixResult& r) {
   std::ostringstream out;
   out << "model,strategy,batch,seq_len,status,num_params,timed_steps,ms_median,ms_min,ms_max,"
-         "tokens_per_s,step_flops,gflops,mfu,weights_bytes,master_bytes,grads_bytes,"
+         "tokens_per_s,step_flops,gflops,mfu,peak_gflops,weights_bytes,master_bytes,grads_bytes,"
          "opt_state_bytes,activations_bytes,scratch_bytes,peak_bytes,rss_peak_bytes,"
          "state_bytes_per_param,speedup_vs_mixed,memory_vs_mixed\n";
   for (const CellResult& c : r.cells) {
     out << c.model << "," << c.strategy << "," << c.batch << "," << c.seq_len << "," << c.status
         << "," << c.num_params << "," << c.timed_steps << ","
-        << strprintf("%.3f,%.3f,%.3f,%.1f,%.6g,%.3f,%.5f", c.ms_median, c.ms_min, c.ms_max,
-                     c.tokens_per_s, c.step_flops, c.gflops, c.mfu);
+        << strprintf("%.3f,%.3f,%.3f,%.1f,%.6g,%.3f,%.5f,%.1f", c.ms_median, c.ms_min, c.ms_max,
+                     c.tokens_per_s, c.step_flops, c.gflops, c.mfu, c.peak_gflops);
     for (int cat = 0; cat < kNumMemCategories; ++cat) out << "," << c.memory.peak[cat];
     out << "," << c.memory.total_peak << "," << c.rss_peak_bytes << ","
         << strprintf("%.3f,%.4f,%.4f", c.state_bytes_per_param, c.speedup_vs_mixed,
@@ -158,6 +167,7 @@ nlohmann::json train_json(const TrainMatrixResult& r) {
     j["tokens_per_s"] = c.tokens_per_s;
     j["gflops"] = c.gflops;
     j["mfu"] = c.mfu;
+    j["peak_gflops"] = c.peak_gflops;
     j["peak_bytes"] = peak;
     j["rss_peak_bytes"] = c.rss_peak_bytes;
     j["state_bytes_per_param"] = c.state_bytes_per_param;
@@ -172,8 +182,7 @@ nlohmann::json train_json(const TrainMatrixResult& r) {
   return {{"device", o.device},
           {"backend", r.backend},
           {"threads", o.threads},
-          {"peak_gflops", r.peak.gflops},
-          {"peak_source", r.peak.source},
+          {"peaks", peaks_json(r)},
           {"flops_per_step", flops_formula()},
           {"warmup_steps", o.warmup},
           {"timed_steps", o.steps},
