@@ -51,7 +51,12 @@ TEST(RunCharts, MovingAverageKnownAnswers) {
 
 TEST(RunCharts, CurvesFromALogCountTokensPerStep) {
   audit::RunLog log;
-  log.steps = {{1, 3.0}, {2, 2.5}, {4, 2.0}};
+  for (const auto& [step, loss] : {std::pair{1, 3.0}, {2, 2.5}, {4, 2.0}}) {
+    audit::StepRecord r;
+    r.step = uint64_t(step);
+    r.loss = loss;
+    log.steps.push_back(r);
+  }
   log.evals = {{0, 3.5}, {4, 2.2}};
   MemoryStats m;
   m.peak[int(MemCategory::kGrads)] = 123;

@@ -1,16 +1,11 @@
 #include "kernels/cpu/cpu_isa.h"
 
-#include <cstdlib>
-#include <stdexcept>
-#include <string>
-
 namespace srkit::cpu {
 namespace {
 
-std::optional<CpuIsa>& forced() {
-  static std::optional<CpuIsa> isa;
-  return isa;
-}
+constexpr IsaChoice::Rule kRule{
+    "SRKIT_CPU_ISA", "avx2", "avx512", "an instruction set", "this CPU lacks AVX-512 F/BW/VL/DQ",
+    cpu_has_avx512};
 
 }  // namespace
 
@@ -20,41 +15,15 @@ bool cpu_has_avx512() {
 }
 
 CpuIsa parse_cpu_isa(const char* value, bool has_avx512) {
-  const std::string v = value ? value : "";
-  if (v.empty() || v == "auto") return has_avx512 ? CpuIsa::kAvx512 : CpuIsa::kAvx2;
-  if (v == "avx2") return CpuIsa::kAvx2;
-  if (v == "avx512") {
-    if (!has_avx512) {
-      throw std::invalid_argument(
-          "SRKIT_CPU_ISA=avx512, but this CPU lacks AVX-512 F/BW/VL/DQ (use auto or avx2)");
-    }
-    return CpuIsa::kAvx512;
-  }
-  throw std::invalid_argument("SRKIT_CPU_ISA='" + v +
-                              "' is not an instruction set (expected auto, avx2 or avx512)");
+  return IsaChoice::parse(kRule, value, has_avx512);
 }
 
-CpuIsa cpu_isa() {
-  if (forced()) return *forced();
-  static const CpuIsa chosen = parse_cpu_isa(std::getenv("SRKIT_CPU_ISA"), cpu_has_avx512());
-  return chosen;
-}
+CpuIsa cpu_isa() { return IsaChoice::current(kRule); }
 
-const char* cpu_isa_name(CpuIsa isa) { return isa == CpuIsa::kAvx512 ? "avx512" : "avx2"; }
+const char* cpu_isa_name(CpuIsa isa) { return IsaChoice::name(kRule, isa); }
 
-std::vector<CpuIsa> runnable_cpu_isas() {
-  std::vector<CpuIsa> isas{CpuIsa::kAvx2};
-  if (cpu_has_avx512()) isas.push_back(CpuIsa::kAvx512);
-  return isas;
-}
+std::vector<CpuIsa> runnable_cpu_isas() { return IsaChoice::runnable(kRule); }
 
-ScopedCpuIsa::ScopedCpuIsa(CpuIsa isa) : saved_(forced()) {
-  if (isa == CpuIsa::kAvx512 && !cpu_has_avx512()) {
-    throw std::invalid_argument("ScopedCpuIsa: this CPU lacks AVX-512 F/BW/VL/DQ");
-  }
-  forced() = isa;
-}
-
-ScopedCpuIsa::~ScopedCpuIsa() { forced() = saved_; }
+ScopedCpuIsa::ScopedCpuIsa(CpuIsa isa) : scoped_(kRule, isa) {}
 
 }  // namespace srkit::cpu

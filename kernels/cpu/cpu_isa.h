@@ -9,12 +9,14 @@
 // CPU has AVX-512 F, BW, VL and DQ, else avx2), `avx2` or `avx512`.
 #pragma once
 
-#include <optional>
 #include <vector>
+
+#include "kernels/cpu/env_choice.h"
 
 namespace srkit::cpu {
 
-enum class CpuIsa { kAvx2, kAvx512 };
+enum class CpuIsa { kAvx2, kAvx512 };  // baseline, extended (kernels/cpu/env_choice.h)
+using IsaChoice = EnvChoice<CpuIsa>;
 
 // The CPU has AVX-512 F, BW, VL and DQ (every AVX-512 x86 since Skylake-SP).
 bool cpu_has_avx512();
@@ -39,12 +41,9 @@ CpuIsa parse_cpu_isa(const char* value, bool cpu_has_avx512);
 class ScopedCpuIsa {
  public:
   explicit ScopedCpuIsa(CpuIsa isa);
-  ~ScopedCpuIsa();
-  ScopedCpuIsa(const ScopedCpuIsa&) = delete;
-  ScopedCpuIsa& operator=(const ScopedCpuIsa&) = delete;
 
  private:
-  std::optional<CpuIsa> saved_;
+  IsaChoice::Scoped scoped_;
 };
 
 }  // namespace srkit::cpu

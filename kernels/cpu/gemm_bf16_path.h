@@ -8,13 +8,14 @@
 // where the CPU has it, else sgemm), `sgemm` or `avx512bf16`.
 #pragma once
 
-#include <optional>
-#include <string>
 #include <vector>
+
+#include "kernels/cpu/env_choice.h"
 
 namespace srkit::cpu {
 
-enum class Bf16GemmPath { kSgemm, kAvx512Bf16 };
+enum class Bf16GemmPath { kSgemm, kAvx512Bf16 };  // baseline, extended (kernels/cpu/env_choice.h)
+using Bf16GemmChoice = EnvChoice<Bf16GemmPath>;
 
 // The path gemm_tiled takes for bf16 products. Throws std::invalid_argument with a
 // one-line message when SRKIT_BF16_GEMM holds an unknown value or asks for
@@ -32,16 +33,14 @@ std::vector<Bf16GemmPath> runnable_bf16_gemm_paths();
 Bf16GemmPath parse_bf16_gemm_path(const char* value, bool cpu_has_avx512_bf16);
 
 // Forces a path while alive (tests and benchmarks compare the two); restores
-// the previous choice after.
+// the previous choice after. Throws std::invalid_argument for avx512bf16 on a
+// CPU without it.
 class ScopedBf16GemmPath {
  public:
   explicit ScopedBf16GemmPath(Bf16GemmPath path);
-  ~ScopedBf16GemmPath();
-  ScopedBf16GemmPath(const ScopedBf16GemmPath&) = delete;
-  ScopedBf16GemmPath& operator=(const ScopedBf16GemmPath&) = delete;
 
  private:
-  std::optional<Bf16GemmPath> saved_;
+  Bf16GemmChoice::Scoped scoped_;
 };
 
 }  // namespace srkit::cpu
