@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/cpu/avx512_lanes.h"
 #include "kernels/cpu/isa_target.h"
 
 namespace srkit::cpu::bf16_dot {
@@ -46,15 +47,12 @@ SRKIT_TARGET_AVX512_BF16 inline void transpose16(__m512i r[16]) {
     u[4 * g + 2] = _mm512_unpacklo_epi64(t[4 * g + 1], t[4 * g + 3]);
     u[4 * g + 3] = _mm512_unpackhi_epi64(t[4 * g + 1], t[4 * g + 3]);
   }
+  // Column 4L + c is lane L of u[c], u[4 + c], u[8 + c], u[12 + c].
   for (int c = 0; c < 4; ++c) {
-    const __m512i even01 = _mm512_shuffle_i32x4(u[c], u[4 + c], _MM_SHUFFLE(2, 0, 2, 0));
-    const __m512i even23 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], _MM_SHUFFLE(2, 0, 2, 0));
-    const __m512i odd01 = _mm512_shuffle_i32x4(u[c], u[4 + c], _MM_SHUFFLE(3, 1, 3, 1));
-    const __m512i odd23 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], _MM_SHUFFLE(3, 1, 3, 1));
-    r[c] = _mm512_shuffle_i32x4(even01, even23, _MM_SHUFFLE(2, 0, 2, 0));      // lane 0
-    r[4 + c] = _mm512_shuffle_i32x4(odd01, odd23, _MM_SHUFFLE(2, 0, 2, 0));    // lane 1
-    r[8 + c] = _mm512_shuffle_i32x4(even01, even23, _MM_SHUFFLE(3, 1, 3, 1));  // lane 2
-    r[12 + c] = _mm512_shuffle_i32x4(odd01, odd23, _MM_SHUFFLE(3, 1, 3, 1));   // lane 3
+    const __m512i in[4] = {u[c], u[4 + c], u[8 + c], u[12 + c]};
+    __m512i out[4];
+    transpose_lanes4(in, out);
+    for (int q = 0; q < 4; ++q) r[4 * q + c] = out[q];
   }
 }
 

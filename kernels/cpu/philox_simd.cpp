@@ -1,6 +1,7 @@
 #include "kernels/cpu/philox_simd.h"
 
 #include "kernels/common/philox.h"
+#include "kernels/cpu/avx512_lanes.h"
 #include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/isa_target.h"
 
@@ -136,20 +137,11 @@ SRKIT_TARGET_AVX512 void sr_bits_batch_avx512(const SrStream& s, uint64_t group0
                   t1 = _mm512_unpackhi_epi32(c0[b], c1[b]);
     const __m512i t2 = _mm512_unpacklo_epi32(c2[b], c3[b]),
                   t3 = _mm512_unpackhi_epi32(c2[b], c3[b]);
-    const __m512i u0 = _mm512_unpacklo_epi64(t0, t2), u1 = _mm512_unpackhi_epi64(t0, t2);
-    const __m512i u2 = _mm512_unpacklo_epi64(t1, t3), u3 = _mm512_unpackhi_epi64(t1, t3);
-    const __m512i even01 = _mm512_shuffle_i32x4(u0, u1, _MM_SHUFFLE(2, 0, 2, 0));
-    const __m512i even23 = _mm512_shuffle_i32x4(u2, u3, _MM_SHUFFLE(2, 0, 2, 0));
-    const __m512i odd01 = _mm512_shuffle_i32x4(u0, u1, _MM_SHUFFLE(3, 1, 3, 1));
-    const __m512i odd23 = _mm512_shuffle_i32x4(u2, u3, _MM_SHUFFLE(3, 1, 3, 1));
-    _mm512_storeu_si512(dst + 4 * b + 0,
-                        _mm512_shuffle_i32x4(even01, even23, _MM_SHUFFLE(2, 0, 2, 0)));
-    _mm512_storeu_si512(dst + 4 * b + 1,
-                        _mm512_shuffle_i32x4(odd01, odd23, _MM_SHUFFLE(2, 0, 2, 0)));
-    _mm512_storeu_si512(dst + 4 * b + 2,
-                        _mm512_shuffle_i32x4(even01, even23, _MM_SHUFFLE(3, 1, 3, 1)));
-    _mm512_storeu_si512(dst + 4 * b + 3,
-                        _mm512_shuffle_i32x4(odd01, odd23, _MM_SHUFFLE(3, 1, 3, 1)));
+    const __m512i u[4] = {_mm512_unpacklo_epi64(t0, t2), _mm512_unpackhi_epi64(t0, t2),
+                          _mm512_unpacklo_epi64(t1, t3), _mm512_unpackhi_epi64(t1, t3)};
+    __m512i out[4];
+    transpose_lanes4(u, out);
+    for (int q = 0; q < 4; ++q) _mm512_storeu_si512(dst + 4 * b + q, out[q]);
   }
 }
 
