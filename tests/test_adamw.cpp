@@ -298,24 +298,36 @@ TEST_P(AdamWSpec, MatchesDoublePrecisionReference) {
 // The CPU sums squares in fp32 within a tile (fp64 across tiles): ~1e-6 relative.
 constexpr double kSumRel = 1e-5;
 
+// Two steps of the fused pass from `fused`, each the same bits as the element
+// function applied one element at a time; with `telemetry`, the same sums too
+// (within kSumRel).
+void expect_two_steps_equal_element_by_element(const AdamWRule& rule, State fused, size_t begin,
+                                               size_t n, const std::vector<ParamSegment>& segs,
+                                               bool telemetry) {
+  for (uint64_t step = 1; step <= 2; ++step) {
+    State single = fused;
+    const AdamWHyper h = hyper(step);
+    AdamWTelemetry tel;
+    cpu::adamw_step(rule, fused.at(begin), segs.data(), segs.size(), begin, n, h,
+                    telemetry ? &tel : nullptr);
+    AdamWElementByElement ref{single.at(begin), segs, begin, n, h};
+    adamw_dispatch(rule, ref);
+    ASSERT_TRUE(fused.same_bits(single)) << "step " << step;
+    if (telemetry) {
+      expect_telemetry_eq(tel, ref.tel, kSumRel);
+      EXPECT_GT(tel.nonzero, 0u);
+    }
+  }
+}
+
 TEST_P(AdamWSpec, FusedPassEqualsElementByElement) {
   const AdamWRule rule = rule_of(GetParam());
   // Two 64K chunks and a partial one; a shard starting mid SR group.
   const size_t n = 2 * 65536 + 4099, begin = 13;
   State fused(rule, n);
   fused.randomize(21);
-  const auto segs = segments(n);
-  for (uint64_t step = 1; step <= 2; ++step) {
-    State single = fused;
-    const AdamWHyper h = hyper(step);
-    AdamWTelemetry tel;
-    cpu::adamw_step(rule, fused.at(begin), segs.data(), segs.size(), begin, n, h, &tel);
-    AdamWElementByElement ref{single.at(begin), segs, begin, n, h};
-    adamw_dispatch(rule, ref);
-    ASSERT_TRUE(fused.same_bits(single)) << "step " << step;
-    expect_telemetry_eq(tel, ref.tel, kSumRel);
-    EXPECT_GT(tel.nonzero, 0u);
-  }
+  ASSERT_NO_FATAL_FAILURE(
+      expect_two_steps_equal_element_by_element(rule, fused, begin, n, segments(n), true));
 }
 
 // Steps without telemetry run AVX-512 loops where the CPU has them
@@ -331,15 +343,8 @@ TEST_P(AdamWSpec, EveryInstructionSetStoresTheSameBits) {
   for (cpu::CpuIsa isa : cpu::runnable_cpu_isas()) {
     const cpu::ScopedCpuIsa forced(isa);
     SCOPED_TRACE(cpu::cpu_isa_name(isa));
-    State fused = start;
-    for (uint64_t step = 1; step <= 2; ++step) {
-      State single = fused;
-      const AdamWHyper h = hyper(step);
-      cpu::adamw_step(rule, fused.at(begin), segs.data(), segs.size(), begin, n, h, nullptr);
-      AdamWElementByElement ref{single.at(begin), segs, begin, n, h};
-      adamw_dispatch(rule, ref);
-      ASSERT_TRUE(fused.same_bits(single)) << "step " << step;
-    }
+    ASSERT_NO_FATAL_FAILURE(
+        expect_two_steps_equal_element_by_element(rule, start, begin, n, segs, false));
     State with_tel = start;
     AdamWTelemetry tel;
     cpu::adamw_step(rule, with_tel.at(begin), segs.data(), segs.size(), begin, n, hyper(1), &tel);
