@@ -35,9 +35,10 @@ PeakRate measure_gemm_peak(DType dtype, int n, int reps) {
       a16[i] = float_to_bf16_rn(a[i]);
       b16[i] = float_to_bf16_rn(b[i]);
     }
+    // Captured by value: the lambda outlives this block.
     const cpu::GemmProduct<bf16> product{
         n, n, n, a16.data(), n, false, b16.data(), n, false, c16.data(), n, nullptr, false};
-    gemm = [&] { cpu::gemm_tiled(&product, 1, workspace); };
+    gemm = [&workspace, product] { cpu::gemm_tiled(&product, 1, workspace); };
   }
   gemm();  // first call: thread pool start-up, page faults, workspace
   std::vector<double> rates;
