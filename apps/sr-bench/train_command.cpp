@@ -88,7 +88,8 @@ Subcommand add_train_command(CLI::App& parent) {
   app->add_option("--threads", o.threads, "CPU threads (0: OpenMP default)");
   app->add_option("--seed", o.seed, "seed of init, data and SR bits")->capture_default_str();
   app->add_option("--peak-gflops", o.peak_gflops,
-                  "peak GFLOP/s for MFU (default: measured sgemm on CPU, datasheet bf16 on GPU)");
+                  "peak GFLOP/s for MFU, every cell (default: per compute dtype, measured GEMM "
+                  "rate on CPU, datasheet rate on GPU)");
   app->add_option("--mem-limit-mb", args->mem_limit_mb,
                   "allocation limit in MiB: cells whose model, optimizer and activations exceed "
                   "it are reported OOM");
