@@ -8,7 +8,7 @@
 
 namespace srkit {
 
-// override_gflops when > 0, else backend.peak_rate(), which throws
+// override_gflops when > 0, else backend.peak_rate(compute), which throws
 // std::invalid_argument (naming --peak-gflops) for a GPU not in the datasheet table.
 PeakRate device_peak(Backend& backend, double override_gflops, DType compute);
 
