@@ -74,7 +74,7 @@ struct State {
         v(b.v * n),
         kahan(b.kahan * n) {
     fill(w.get(), r.weights, n, [](size_t i) { return 0.02f * unit(i); });
-    fill(g.get(), r.weights, n, [](size_t i) { return 1e-3f * unit(i + (1ull << 40)); });
+    fill(g.get(), r.grads, n, [](size_t i) { return 1e-3f * unit(i + (1ull << 40)); });
     fill(m.get(), r.m, n, [](size_t i) { return 1e-4f * unit(i + (2ull << 40)); });
     fill(v.get(), r.v, n, [](size_t i) {
       const float x = 1e-3f * unit(i + (3ull << 40));

@@ -14,6 +14,7 @@ PrecisionStrategy make_preset(const char* name, DType w, MasterKind master, DTyp
   s.name = name;
   s.compute = compute;
   s.rule.weights = w;
+  s.rule.grads = w;
   s.rule.master = master;
   s.rule.m = s.rule.v = mv;
   s.rule.weight_sr = weight_sr;
@@ -100,6 +101,8 @@ class SpecParser {
       s.compute = dtype(key, value);
     } else if (key == "w") {
       r.weights = dtype(key, value);
+    } else if (key == "g") {
+      r.grads = dtype(key, value);
     } else if (key == "master") {
       r.master = master(value);
     } else if (key == "m") {
@@ -116,7 +119,7 @@ class SpecParser {
       r.kahan = on_off(key, value);
     } else {
       fail("unknown key \"" + key +
-           "\" (expected w, master, m, v, update, mround, vround, kahan, compute)");
+           "\" (expected w, g, master, m, v, update, mround, vround, kahan, compute)");
     }
   }
 
@@ -150,7 +153,7 @@ double PrecisionStrategy::transient_bytes_per_param() const {
 std::string PrecisionStrategy::describe() const {
   const AdamWRule& r = rule;
   return std::string("w=") + dtype_name(r.weights) + " master=" + master_name(r.master) +
-         " g=" + dtype_name(r.weights) + " m=" + state_name(r.m, r.m_sr) +
+         " g=" + dtype_name(r.grads) + " m=" + state_name(r.m, r.m_sr) +
          " v=" + state_name(r.v, r.v_sr) + (r.kahan ? " kahan=bf16" : "") +
          " update=" + update_name(r) +
          (casts_for_compute() ? std::string(" compute=") + dtype_name(compute) : "");
@@ -208,10 +211,13 @@ PrecisionStrategy strategy_from_string(const std::string& spec) {
     pos = comma + 1;
   }
   s.name = spec;
-  // A preset's compute dtype follows a w= override unless compute= is given.
-  if (std::find(seen.begin(), seen.end(), "compute") == seen.end()) {
-    s.compute = it->casts_for_compute() ? it->compute : s.rule.weights;
-  }
+  const auto given = [&](const char* key) {
+    return std::find(seen.begin(), seen.end(), key) != seen.end();
+  };
+  // A preset's compute dtype and gradients follow a w= override unless
+  // compute= or g= is given.
+  if (!given("compute")) s.compute = it->casts_for_compute() ? it->compute : s.rule.weights;
+  if (!given("g")) s.rule.grads = s.rule.weights;
   if (const char* why = compute_error(s)) parser.fail(why);
   if (const char* why = adamw_rule_error(s.rule)) parser.fail(why);
   return s;

@@ -29,6 +29,7 @@ struct PrecisionStrategy {
 
   // The stored weights and gradients (what the optimizer steps).
   DType weights() const { return rule.weights; }
+  DType grads() const { return rule.grads; }
   bool casts_for_compute() const { return compute != rule.weights; }
   // weights + master + grads + m + v (+ kahan), bytes per parameter.
   double bytes_per_param() const;
@@ -42,9 +43,11 @@ struct PrecisionStrategy {
   void validate() const;
 };
 
-// "PRESET[:key=value,...]", keys: w (f32|bf16), master (none|f32|rem16),
-// m, v (f32|bf16), update, mround, vround (rn|sr), kahan (on|off), compute
-// (f32|bf16; bf16 with f32 weights is O1 mixed precision).
+// "PRESET[:key=value,...]", keys: w (f32|bf16), g (f32|bf16: the gradients,
+// the weights' dtype unless given; f32 with bf16 weights stores the weight
+// gradients unrounded), master (none|f32|rem16), m, v (f32|bf16), update,
+// mround, vround (rn|sr), kahan (on|off), compute (f32|bf16; bf16 with f32
+// weights is O1 mixed precision).
 // Throws std::invalid_argument with a one-line message naming the culprit.
 PrecisionStrategy strategy_from_string(const std::string& spec);
 

@@ -33,9 +33,9 @@ struct AdamWElementByElement {
   const AdamWHyper& h;
   AdamWTelemetry tel{};
 
-  template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM>
+  template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, typename G>
   void run() {
-    using A = AdamWArrays<WM, MM, VM>;
+    using A = AdamWArrays<WM, MM, VM, G>;
     const A a = A::from(b);
     tel.n = end - begin;
     for (size_t gi = begin; gi < end; ++gi) {

@@ -41,6 +41,9 @@ const std::vector<std::string> kSpecs = {
     "mixed:m=bf16,v=bf16,vround=sr",
     "bf16-rem16:m=bf16,mround=sr",
     "bf16-kahan:v=f32",
+    "bf16-sr:g=f32",
+    "mixed:g=f32",
+    "bf16-rem16:g=f32,m=bf16",
 };
 
 float load(const std::vector<uint8_t>& buf, DType t, size_t i) {
@@ -86,7 +89,7 @@ struct State {
   }
 
   float weight(size_t i) const { return load(w, rule.weights, i); }
-  float grad(size_t i) const { return load(g, rule.weights, i); }
+  float grad(size_t i) const { return load(g, rule.grads, i); }
   float m_at(size_t i) const { return load(m, rule.m, i); }
   float v_at(size_t i) const { return load(v, rule.v, i); }
   float kahan_at(size_t i) const { return load(kahan, DType::kBF16, i); }
@@ -121,7 +124,7 @@ struct State {
     std::normal_distribution<float> normal(0.0f, 1.0f);
     for (size_t i = 0; i < n; ++i) {
       set_master(i, (i % 5 == 0 ? 1.0f : 0.0f) + 0.05f * normal(rng));
-      store(g, rule.weights, i, i % 11 == 0 ? 0.0f : 1e-2f * normal(rng));
+      store(g, rule.grads, i, i % 11 == 0 ? 0.0f : 1e-2f * normal(rng));
       store(m, rule.m, i, 1e-3f * normal(rng));
       const float s = 1e-2f * normal(rng);
       store(v, rule.v, i, s * s);
@@ -131,7 +134,7 @@ struct State {
   void randomize_grads(uint64_t seed) {
     std::mt19937_64 rng(seed);
     std::normal_distribution<float> normal(0.0f, 1e-2f);
-    for (size_t i = 0; i < n; ++i) store(g, rule.weights, i, normal(rng));
+    for (size_t i = 0; i < n; ++i) store(g, rule.grads, i, normal(rng));
   }
 
   bool same_bits(const State& o) const {

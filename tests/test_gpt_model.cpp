@@ -3,12 +3,14 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "kernels/common/bf16.h"
 #include "lib/backend/backend.h"
 #include "lib/model/gpt.h"
+#include "lib/model/param_layout.h"
 
 namespace srkit {
 namespace {
@@ -143,6 +145,78 @@ TEST(GptModel, Bf16GradientsDoNotDependOnThreadCount) {
   const auto two = train_steps_bits(2);
   omp_set_num_threads(2);
   EXPECT_EQ(one, two);
+}
+
+// fp32 gradients of bf16 weights (g=f32): the same bf16 forward and activation
+// gradients, the weight gradients stored unrounded. Every tensor but wte gets
+// one contribution per backward, so its fp32 gradient rounds to exactly the
+// bf16 model's; wte adds the encoder's part to the classifier's, which the
+// bf16 model rounds twice: within one bf16 ulp there. Two micro-batches
+// accumulate in fp32. The gradient buffer is accounted at 4 bytes a parameter.
+TEST(GptModel, Fp32GradientsOfBf16WeightsRoundToTheBf16Gradients) {
+  auto backend = make_cpu_backend(0);
+  const GPTConfig c = small_config();
+  GPT b16(*backend, c, DType::kBF16);
+  GPT f32(*backend, c, DType::kBF16, DType::kBF16, DType::kF32);
+  EXPECT_EQ(f32.grad_dtype(), DType::kF32);
+  EXPECT_EQ(f32.grad_bytes(), ParamLayout(c).total_size() * 4);
+  EXPECT_EQ(backend->memory().current[int(MemCategory::kGrads)],
+            ParamLayout(c).total_size() * (2 + 4));
+  b16.init_weights(3);
+  f32.init_weights(3);
+  std::vector<int32_t> in, tg;
+  make_batch(2, 8, 50, in, tg);
+  const float loss16 = b16.forward(in.data(), tg.data(), 2, 8);
+  const float loss32 = f32.forward(in.data(), tg.data(), 2, 8);
+  EXPECT_EQ(loss16, loss32);
+  b16.backward(1.0f, GradWrite::kOverwrite);
+  f32.backward(1.0f, GradWrite::kOverwrite);
+  const size_t n = b16.layout().total_size();
+  std::vector<bf16> g16(n);
+  std::vector<float> g32(n);
+  backend->copy_to_host(g16.data(), b16.grads(), n * 2);
+  backend->copy_to_host(g32.data(), f32.grads(), n * 4);
+  const ParamTensor& wte = b16.layout().get("wte");
+  const size_t C = size_t(c.channels);
+  // Rows of input tokens have the encoder's part too: the bf16 model rounds
+  // the classifier's part, then the sum; the parts may cancel, so the bound is
+  // an ulp of the largest gradient in wte rather than of the element.
+  std::vector<bool> input_row(size_t(c.vocab_size), false);
+  for (const int32_t t : in) input_row[size_t(t)] = true;
+  float wte_max = 0.0f;
+  for (size_t i = wte.offset; i < wte.offset + wte.count; ++i) {
+    wte_max = std::max(wte_max, std::fabs(g32[i]));
+  }
+  size_t unrepresentable = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const float want = bf16_to_float(g16[i]);
+    const float rounded = bf16_to_float(float_to_bf16_rn(g32[i]));
+    unrepresentable += rounded != g32[i];
+    const bool two_parts = i >= wte.offset && i < wte.offset + wte.count &&
+                           (i - wte.offset) / C < input_row.size() &&
+                           input_row[(i - wte.offset) / C];
+    if (two_parts) {
+      ASSERT_LE(std::fabs(rounded - want), bf16_ulp(wte_max)) << "wte element " << i;
+    } else {
+      ASSERT_EQ(rounded, want) << "element " << i;
+    }
+  }
+  EXPECT_GT(unrepresentable, n / 4) << "the fp32 gradients look rounded to bf16";
+  // A second micro-batch accumulates: old + new in fp32.
+  f32.forward(in.data(), tg.data(), 2, 8);
+  f32.backward(1.0f, GradWrite::kAccumulate);
+  std::vector<float> twice(n);
+  backend->copy_to_host(twice.data(), f32.grads(), n * 4);
+  for (size_t i = 0; i < n; ++i) {
+    if (i >= wte.offset && i < wte.offset + wte.count) {  // (g + classifier) + encoder
+      ASSERT_NEAR(twice[i], 2.0f * g32[i], 1e-6f * std::fabs(g32[i]) + 1e-12f) << "wte " << i;
+    } else {
+      ASSERT_EQ(twice[i], g32[i] + g32[i]) << "element " << i;
+    }
+  }
+  // fp32 gradients go with bf16 weights computed in bf16 only.
+  EXPECT_THROW(GPT(*backend, c, DType::kF32, DType::kBF16, DType::kBF16), std::invalid_argument);
+  EXPECT_THROW(GPT(*backend, c, DType::kF32, DType::kF32, DType::kBF16), std::invalid_argument);
 }
 
 TEST(GptModel, RejectsTokensOutsideVocabularyAndOverlongSequences) {

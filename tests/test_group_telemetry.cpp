@@ -98,8 +98,8 @@ struct Arrays {
   void new_grads(uint32_t seed) {
     std::mt19937 rng(seed);
     std::normal_distribution<float> normal(0.0f, 1e-3f);
-    const size_t n = g.size() / dtype_size(rule.weights);
-    for (size_t i = 0; i < n; ++i) put(g, rule.weights, i, i % 17 == 0 ? 0.0f : normal(rng));
+    const size_t n = g.size() / dtype_size(rule.grads);
+    for (size_t i = 0; i < n; ++i) put(g, rule.grads, i, i % 17 == 0 ? 0.0f : normal(rng));
   }
   static void put(std::vector<uint8_t>& buf, DType t, size_t i, float x) {
     if (t == DType::kF32) {

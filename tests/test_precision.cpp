@@ -145,6 +145,32 @@ TEST(Precision, MeaninglessCombinations) {
   expect_rejected("bf16-sr:kahan=on", "update=rn");
   expect_rejected("bf16:m=f32,mround=sr", "mround=sr needs m=bf16");
   expect_rejected("bf16-rem16:vround=sr", "vround=sr needs v=bf16");
+  expect_rejected("fp32:g=bf16", "g=bf16 needs w=bf16");
+  expect_rejected("amp:g=bf16", "g=bf16 needs w=bf16");
+  expect_rejected("bf16:g=f16", "g must be f32 or bf16, got \"f16\"");
+}
+
+// g=f32: bf16 weights with fp32 gradients, 2 more bytes per parameter; the
+// gradients follow a w= override unless g= is given.
+TEST(Precision, Fp32GradientsOfBf16Weights) {
+  const PrecisionStrategy s = strategy_from_string("bf16-sr:g=f32");
+  EXPECT_EQ(s.weights(), DType::kBF16);
+  EXPECT_EQ(s.grads(), DType::kF32);
+  EXPECT_EQ(s.compute, DType::kBF16);
+  EXPECT_FALSE(s.casts_for_compute());
+  EXPECT_EQ(s.bytes_per_param(), 10.0);
+  EXPECT_EQ(s.describe(), "w=bf16 master=none g=f32 m=bf16(rn) v=bf16(rn) update=sr");
+  EXPECT_EQ(adamw_array_bytes(s.rule).grads, 4u);
+  EXPECT_EQ(strategy_from_string("mixed:g=f32").bytes_per_param(), 18.0);
+  EXPECT_EQ(strategy_from_string("bf16:g=bf16").grads(), DType::kBF16);
+  for (const std::string& name : strategy_preset_names()) {
+    const PrecisionStrategy p = strategy_from_string(name);
+    EXPECT_EQ(p.grads(), p.weights()) << name;
+  }
+  EXPECT_EQ(strategy_from_string("bf16:w=f32").grads(), DType::kF32);
+  EXPECT_EQ(strategy_from_string("fp32:w=bf16").grads(), DType::kBF16);
+  EXPECT_EQ(strategy_from_string("fp32:w=bf16,g=f32").grads(), DType::kF32);
+  EXPECT_EQ(strategy_from_string("fp32:g=f32").bytes_per_param(), 16.0);  // already fp32
 }
 
 TEST(Precision, ValidateRejectsInconsistentHandBuiltStrategy) {

@@ -354,8 +354,13 @@ TEST(SweepGridNames, AblationsParseOrSayWhyNot) {
     ++expressible;
     EXPECT_EQ(strategy_from_string(x.spec).name, x.spec);
   }
-  EXPECT_EQ(expressible, 4);
+  EXPECT_EQ(expressible, 5);
   EXPECT_EQ(a[0].spec, "bf16-sr:mround=sr,vround=sr");
+  EXPECT_EQ(a[2].spec, "bf16-sr:g=f32");
+  EXPECT_EQ(strategy_from_string(a[2].spec).grads(), DType::kF32);
+  const std::vector<Ablation> f = ablations_of("fp32");
+  EXPECT_TRUE(f[2].spec.empty());
+  EXPECT_NE(f[2].why.find("fp32 already"), std::string::npos) << f[2].why;
   EXPECT_TRUE(strategy_from_string(a[0].spec).rule.m_sr);
   EXPECT_EQ(strategy_from_string("bf16-sr:v=f32").rule.v, DType::kF32);
   EXPECT_EQ(strategy_from_string("mixed:m=bf16,v=bf16").rule.master, MasterKind::kF32);

@@ -7,6 +7,7 @@
 // tests/mpi/test_train_mpi.cpp.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -103,10 +104,11 @@ TEST_P(EveryStrategy, ResumeContinuesBitForBit) {
 
 INSTANTIATE_TEST_SUITE_P(Presets, EveryStrategy,
                          ::testing::Values("fp32", "mixed", "bf16", "bf16-sr", "bf16-kahan",
-                                           "bf16-rem16"),
+                                           "bf16-rem16", "bf16-sr:g=f32", "mixed:g=f32"),
                          [](const auto& info) {
                            std::string n = info.param;
-                           for (char& ch : n) ch = ch == '-' ? '_' : ch;
+                           for (char& ch : n)
+                             ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
                            return n;
                          });
 

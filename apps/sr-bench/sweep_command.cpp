@@ -127,7 +127,8 @@ Subcommand add_sweep_command(CLI::App& parent) {
       ->capture_default_str();
   app->add_option("--ablate", args->ablate,
                   "a preset whose components to ablate: adds PRESET:mround=sr,vround=sr, "
-                  "PRESET:v=f32, bf16-kahan and mixed:m=bf16,v=bf16 (and PRESET itself)");
+                  "PRESET:v=f32, PRESET:g=f32, bf16-kahan and mixed:m=bf16,v=bf16 (and PRESET "
+                  "itself)");
   app->add_option("--out", args->options.out_dir, "folder of the cells and reports")->required();
   app->add_option("--jobs", args->options.jobs, "cells run at once, one process each")
       ->check(cli::integer_in(1, 256))

@@ -197,7 +197,7 @@ void bm_adamw(benchmark::State& state, const std::string& strategy, size_t n) {
   DeviceBuffer w(b.weights * n), g(b.grads * n), master(b.master * n), m(b.m * n), v(b.v * n),
       kahan(b.kahan * n);
   fill(w.get(), rule.weights, n, 0.02f, 0);
-  fill(g.get(), rule.weights, n, 1e-3f, 1ull << 40);
+  fill(g.get(), rule.grads, n, 1e-3f, 1ull << 40);
   fill(m.get(), rule.m, n, 1e-4f, 2ull << 40);
   fill(v.get(), rule.v, n, 1e-3f, 3ull << 40, /*square=*/true);
   if (master.get()) {
@@ -283,7 +283,7 @@ void bm_model_op(benchmark::State& state, ModelOp op, srkit::DType dt) {
       cuda::layernorm_forward(dt, out.get(), mean, mean + kRows, x.get(), w.get(), bias.get(),
                               kRows, kC, nullptr);
       run_timed(state, 3 * n * es, [&] {
-        cuda::layernorm_backward(dt, dx.get(), srkit::GradWrite::kOverwrite, dw.get(), db.get(),
+        cuda::layernorm_backward(dt, dt, dx.get(), srkit::GradWrite::kOverwrite, dw.get(), db.get(),
                                  srkit::GradWrite::kAccumulate, g.get(), x.get(), w.get(), mean,
                                  mean + kRows, kRows, kC, scratch.get(), nullptr);
       });
@@ -300,7 +300,7 @@ void bm_model_op(benchmark::State& state, ModelOp op, srkit::DType dt) {
       cuda::copy_to_device(device_plan.get(), plan.packed(), plan.packed_bytes());
       const size_t rows_touched = size_t(kSeq) + size_t(plan.groups());
       run_timed(state, (n + 2 * rows_touched * kC) * es, [&] {
-        cuda::encoder_backward(dt, dwte.get(), dwpe.get(), dout.get(), device_plan.get(),
+        cuda::encoder_backward(dt, dt, dwte.get(), dwpe.get(), dout.get(), device_plan.get(),
                                plan.groups(), kBatch, kSeq, kC, nullptr);
       });
       state.counters["groups"] = plan.groups();

@@ -37,10 +37,13 @@ namespace srkit {
 enum class MasterKind : uint8_t { kNone, kF32, kRem16 };
 
 // Kernel-level encoding of a precision strategy (lib/precision.h builds it).
-// Gradients have the weights' dtype. weight_sr applies to bf16 weights without
-// master; kahan adds a bf16 compensation buffer to bf16 RN weights.
+// grads: the gradients' dtype, the weights' own or fp32 (bf16 weights with fp32
+// gradients: the backward stores the weight gradients unrounded). weight_sr
+// applies to bf16 weights without master; kahan adds a bf16 compensation
+// buffer to bf16 RN weights.
 struct AdamWRule {
   DType weights = DType::kBF16;
+  DType grads = DType::kBF16;
   MasterKind master = MasterKind::kNone;
   DType m = DType::kBF16, v = DType::kBF16;
   bool weight_sr = false, m_sr = false, v_sr = false, kahan = false;
@@ -88,6 +91,9 @@ enum class AdamWStateMode : uint8_t { kF32, kBF16RN, kBF16SR };
 
 // nullptr when the rule is consistent, else what is wrong (host only).
 inline const char* adamw_rule_error(const AdamWRule& r) {
+  if (r.grads != r.weights && r.grads != DType::kF32) {
+    return "g=bf16 needs w=bf16 (f32 weights have f32 gradients)";
+  }
   if (r.weights == DType::kF32) {
     if (r.master != MasterKind::kNone) return "f32 weights cannot have a master copy (master=none)";
     if (r.kahan) return "f32 weights cannot have a Kahan compensation buffer (kahan=off)";
@@ -161,48 +167,62 @@ inline void adamw_check_call(const char* who, const AdamWRule& r, const AdamWBuf
   adamw_check_segments(who, segs, nseg, end);
 }
 
-// Calls f.template run<WM, MM, VM>() for the rule's family (valid rules only):
-// the one place that maps a runtime rule to a compile-time kernel.
+// The gradients' element type of a family: the weights' dtype, or fp32 where
+// bf16 weights have fp32 gradients (AdamWRule::grads).
+template <AdamWWeightMode WM, bool kF32Grads>
+using AdamWGrad = std::conditional_t<WM == AdamWWeightMode::kF32 || kF32Grads, float, bf16>;
+
+// Calls f.template run<WM, MM, VM, G>() for the rule's family (valid rules
+// only): the one place that maps a runtime rule to a compile-time kernel.
+template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, typename F>
+void adamw_dispatch_g(bool f32_grads, F& f) {
+  if (WM != AdamWWeightMode::kF32 && f32_grads) {
+    return f.template run<WM, MM, VM, AdamWGrad<WM, true>>();
+  }
+  return f.template run<WM, MM, VM, AdamWGrad<WM, false>>();
+}
+
 template <AdamWWeightMode WM, AdamWStateMode MM, typename F>
-void adamw_dispatch_v(AdamWStateMode v, F& f) {
+void adamw_dispatch_v(AdamWStateMode v, bool f32_grads, F& f) {
   switch (v) {
     case AdamWStateMode::kF32:
-      return f.template run<WM, MM, AdamWStateMode::kF32>();
+      return adamw_dispatch_g<WM, MM, AdamWStateMode::kF32>(f32_grads, f);
     case AdamWStateMode::kBF16RN:
-      return f.template run<WM, MM, AdamWStateMode::kBF16RN>();
+      return adamw_dispatch_g<WM, MM, AdamWStateMode::kBF16RN>(f32_grads, f);
     case AdamWStateMode::kBF16SR:
-      return f.template run<WM, MM, AdamWStateMode::kBF16SR>();
+      return adamw_dispatch_g<WM, MM, AdamWStateMode::kBF16SR>(f32_grads, f);
   }
 }
 
 template <AdamWWeightMode WM, typename F>
-void adamw_dispatch_mv(AdamWStateMode m, AdamWStateMode v, F& f) {
+void adamw_dispatch_mv(AdamWStateMode m, AdamWStateMode v, bool f32_grads, F& f) {
   switch (m) {
     case AdamWStateMode::kF32:
-      return adamw_dispatch_v<WM, AdamWStateMode::kF32>(v, f);
+      return adamw_dispatch_v<WM, AdamWStateMode::kF32>(v, f32_grads, f);
     case AdamWStateMode::kBF16RN:
-      return adamw_dispatch_v<WM, AdamWStateMode::kBF16RN>(v, f);
+      return adamw_dispatch_v<WM, AdamWStateMode::kBF16RN>(v, f32_grads, f);
     case AdamWStateMode::kBF16SR:
-      return adamw_dispatch_v<WM, AdamWStateMode::kBF16SR>(v, f);
+      return adamw_dispatch_v<WM, AdamWStateMode::kBF16SR>(v, f32_grads, f);
   }
 }
 
 template <typename F>
 void adamw_dispatch(const AdamWRule& r, F& f) {
   const AdamWStateMode m = adamw_state_mode(r.m, r.m_sr), v = adamw_state_mode(r.v, r.v_sr);
+  const bool g = r.grads == DType::kF32;
   switch (adamw_weight_mode(r)) {
     case AdamWWeightMode::kF32:
-      return adamw_dispatch_mv<AdamWWeightMode::kF32>(m, v, f);
+      return adamw_dispatch_mv<AdamWWeightMode::kF32>(m, v, g, f);
     case AdamWWeightMode::kBF16RN:
-      return adamw_dispatch_mv<AdamWWeightMode::kBF16RN>(m, v, f);
+      return adamw_dispatch_mv<AdamWWeightMode::kBF16RN>(m, v, g, f);
     case AdamWWeightMode::kBF16SR:
-      return adamw_dispatch_mv<AdamWWeightMode::kBF16SR>(m, v, f);
+      return adamw_dispatch_mv<AdamWWeightMode::kBF16SR>(m, v, g, f);
     case AdamWWeightMode::kMasterF32:
-      return adamw_dispatch_mv<AdamWWeightMode::kMasterF32>(m, v, f);
+      return adamw_dispatch_mv<AdamWWeightMode::kMasterF32>(m, v, g, f);
     case AdamWWeightMode::kRem16:
-      return adamw_dispatch_mv<AdamWWeightMode::kRem16>(m, v, f);
+      return adamw_dispatch_mv<AdamWWeightMode::kRem16>(m, v, g, f);
     case AdamWWeightMode::kKahan:
-      return adamw_dispatch_mv<AdamWWeightMode::kKahan>(m, v, f);
+      return adamw_dispatch_mv<AdamWWeightMode::kKahan>(m, v, g, f);
   }
 }
 
@@ -216,7 +236,8 @@ struct AdamWArrayBytes {
 inline AdamWArrayBytes adamw_array_bytes(const AdamWRule& r) {
   const size_t w = dtype_size(r.weights);
   const size_t master = r.master == MasterKind::kF32 ? 4 : r.master == MasterKind::kRem16 ? 2 : 0;
-  return {w, w, master, dtype_size(r.m), dtype_size(r.v), size_t(r.kahan ? 2 : 0)};
+  return {
+      w, dtype_size(r.grads), master, dtype_size(r.m), dtype_size(r.v), size_t(r.kahan ? 2 : 0)};
 }
 
 // Bytes one step must move per element: it reads grads, m, v, master, kahan and
@@ -276,7 +297,9 @@ SRKIT_HD bool adamw_erased(float update, float w) {
 }
 
 // ---- the element update ----------------------------------------------------
-template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM>
+// G: the gradients' element type (AdamWGrad).
+template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM,
+          typename G = AdamWGrad<WM, false>>
 struct AdamWArrays {
   using W = std::conditional_t<WM == AdamWWeightMode::kF32, float, bf16>;
   using Master = std::conditional_t<WM == AdamWWeightMode::kRem16, int16_t, float>;
@@ -287,14 +310,14 @@ struct AdamWArrays {
   static constexpr bool kVarianceSR = VM == AdamWStateMode::kBF16SR;
 
   W* w;
-  const W* g;
+  const G* g;
   Master* master;
   M* m;
   V* v;
   bf16* kahan;
 
   static AdamWArrays from(const AdamWBuffers& b) {
-    return {static_cast<W*>(b.weights),     static_cast<const W*>(b.grads),
+    return {static_cast<W*>(b.weights),     static_cast<const G*>(b.grads),
             static_cast<Master*>(b.master), static_cast<M*>(b.m),
             static_cast<V*>(b.v),           static_cast<bf16*>(b.kahan)};
   }
@@ -422,8 +445,8 @@ SRKIT_HD bool adamw_store_state(T& slot, float x, uint32_t r) {
 // passes a compile-time constant, which keeps the SIMD loop free of branches).
 // rw, rm, rv: the element's 16 SR bits for the weight, m and v (used only by
 // SR modes; pass 0 otherwise).
-template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM>
-SRKIT_HD AdamWElemOut adamw_element(const AdamWArrays<WM, MM, VM>& a, size_t i, bool decay,
+template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, typename G>
+SRKIT_HD AdamWElemOut adamw_element(const AdamWArrays<WM, MM, VM, G>& a, size_t i, bool decay,
                                     const AdamWHyper& h, uint32_t rw, uint32_t rm, uint32_t rv) {
   float w, comp = 0.0f;
   if constexpr (WM == AdamWWeightMode::kMasterF32) {

@@ -84,10 +84,11 @@ inline void tally(float update, float w, bool m_stalled, bool v_stalled, float& 
 // Elements [0, n) of `t` one per SIMD lane, through adamw_element. Always
 // inlined, like pair_loop and step_tiles: the loops are then compiled for the
 // instruction set of the step_piece they land in (AVX2 or AVX-512).
-template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, bool kTel, bool kDecay>
-[[gnu::always_inline]] inline void element_loop(const AdamWArrays<WM, MM, VM>& t, TileBits b,
+template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, typename G, bool kTel,
+          bool kDecay>
+[[gnu::always_inline]] inline void element_loop(const AdamWArrays<WM, MM, VM, G>& t, TileBits b,
                                                 size_t n, const AdamWHyper& hyper, Sums& sums) {
-  using A = AdamWArrays<WM, MM, VM>;
+  using A = AdamWArrays<WM, MM, VM, G>;
   const AdamWHyper h = hyper;  // a local copy: stores through the arrays cannot alias it
   float usq = 0, wsq = 0;
   uint32_t nonzero = 0, erased = 0, ms = 0, vs = 0;
@@ -104,10 +105,11 @@ template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, bool kTel, b
 }
 
 // Rules whose every array holds 16-bit elements take the pair path.
-template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM>
+template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, typename G>
 constexpr bool use_pairs() {
   const bool weights16 = WM != AdamWWeightMode::kF32 && WM != AdamWWeightMode::kMasterF32;
-  return weights16 && MM != AdamWStateMode::kF32 && VM != AdamWStateMode::kF32;
+  return weights16 && std::is_same_v<G, bf16> && MM != AdamWStateMode::kF32 &&
+         VM != AdamWStateMode::kF32;
 }
 
 inline uint32_t load_pair(const void* base, size_t k) {
@@ -125,10 +127,11 @@ inline uint16_t half(uint32_t x, int j) { return uint16_t(x >> (16 * j)); }
 // and as an SR word holds their bits. Widening bf16 is then a shift or a mask
 // and narrowing a shift and an or, where one element per lane needs shuffles
 // (a single port on many x86 cores) to move 16-bit halves across lanes.
-template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, bool kTel, bool kDecay>
-[[gnu::always_inline]] inline void pair_loop(const AdamWArrays<WM, MM, VM>& t, TileBits b,
+template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, typename G, bool kTel,
+          bool kDecay>
+[[gnu::always_inline]] inline void pair_loop(const AdamWArrays<WM, MM, VM, G>& t, TileBits b,
                                              size_t npairs, const AdamWHyper& hyper, Sums& sums) {
-  using A = AdamWArrays<WM, MM, VM>;
+  using A = AdamWArrays<WM, MM, VM, G>;
   const AdamWHyper h = hyper;  // a local copy: stores through the arrays cannot alias it
   constexpr bool kAux = WM == AdamWWeightMode::kRem16 || WM == AdamWWeightMode::kKahan;
   void* aux = nullptr;  // rem16 remainders or Kahan compensations
@@ -177,11 +180,12 @@ template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, bool kTel, b
 
 // Global elements [lo, hi) of one segment; `a` points at global index `begin`.
 // kDecay is a template argument so the SIMD loops have no branch.
-template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, bool kTel, bool kDecay>
-[[gnu::always_inline]] inline void step_tiles(const AdamWArrays<WM, MM, VM>& a, size_t begin,
+template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, typename G, bool kTel,
+          bool kDecay>
+[[gnu::always_inline]] inline void step_tiles(const AdamWArrays<WM, MM, VM, G>& a, size_t begin,
                                               size_t lo, size_t hi, const AdamWHyper& h,
                                               const SrStreams& streams, Sums& sums) {
-  using A = AdamWArrays<WM, MM, VM>;
+  using A = AdamWArrays<WM, MM, VM, G>;
   alignas(64) uint16_t rw[8 * kTileGroups], rm[8 * kTileGroups], rv[8 * kTileGroups];
   for (size_t t0 = lo; t0 < hi;) {
     const size_t t1 = std::min(hi, (t0 / kTile + 1) * kTile);
@@ -194,27 +198,28 @@ template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, bool kTel, b
     const TileBits bits{rw + skip, rm + skip, rv + skip};
     const A t = a.offset(t0 - begin);
     const size_t n = t1 - t0;
-    if constexpr (use_pairs<WM, MM, VM>()) {
+    if constexpr (use_pairs<WM, MM, VM, G>()) {
       // Pairs start on even global indices: an odd first or last element goes alone.
       const size_t first = t0 & 1, last = (t1 & 1) && n > first ? n - 1 : n;
-      if (first) element_loop<WM, MM, VM, kTel, kDecay>(t, bits, 1, h, sums);
-      pair_loop<WM, MM, VM, kTel, kDecay>(t.offset(first), bits.offset(first), (last - first) / 2,
-                                          h, sums);
+      if (first) element_loop<WM, MM, VM, G, kTel, kDecay>(t, bits, 1, h, sums);
+      pair_loop<WM, MM, VM, G, kTel, kDecay>(t.offset(first), bits.offset(first),
+                                             (last - first) / 2, h, sums);
       if (last < n) {
-        element_loop<WM, MM, VM, kTel, kDecay>(t.offset(last), bits.offset(last), 1, h, sums);
+        element_loop<WM, MM, VM, G, kTel, kDecay>(t.offset(last), bits.offset(last), 1, h, sums);
       }
     } else {
-      element_loop<WM, MM, VM, kTel, kDecay>(t, bits, n, h, sums);
+      element_loop<WM, MM, VM, G, kTel, kDecay>(t, bits, n, h, sums);
     }
     t0 = t1;
   }
 }
 
 // step_tiles compiled for the build's baseline (AVX2)...
-template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, bool kTel, bool kDecay>
-void step_piece(const AdamWArrays<WM, MM, VM>& a, size_t begin, size_t lo, size_t hi,
+template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, typename G, bool kTel,
+          bool kDecay>
+void step_piece(const AdamWArrays<WM, MM, VM, G>& a, size_t begin, size_t lo, size_t hi,
                 const AdamWHyper& h, const SrStreams& streams, Sums& sums) {
-  step_tiles<WM, MM, VM, kTel, kDecay>(a, begin, lo, hi, h, streams, sums);
+  step_tiles<WM, MM, VM, G, kTel, kDecay>(a, begin, lo, hi, h, streams, sums);
 }
 
 // ...and for AVX-512 (kernels/cpu/cpu_isa.h), twice the lanes per instruction.
@@ -223,11 +228,11 @@ void step_piece(const AdamWArrays<WM, MM, VM>& a, size_t begin, size_t lo, size_
 // of squares would not be (the lanes split the sums differently), so steps
 // with telemetry always take the baseline path.
 SRKIT_AVX512_WARNINGS_BEGIN
-template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, bool kDecay>
-SRKIT_TARGET_AVX512 void step_piece_avx512(const AdamWArrays<WM, MM, VM>& a, size_t begin,
+template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, typename G, bool kDecay>
+SRKIT_TARGET_AVX512 void step_piece_avx512(const AdamWArrays<WM, MM, VM, G>& a, size_t begin,
                                            size_t lo, size_t hi, const AdamWHyper& h,
                                            const SrStreams& streams, Sums& sums) {
-  step_tiles<WM, MM, VM, false, kDecay>(a, begin, lo, hi, h, streams, sums);
+  step_tiles<WM, MM, VM, G, false, kDecay>(a, begin, lo, hi, h, streams, sums);
 }
 SRKIT_AVX512_WARNINGS_END
 
@@ -246,18 +251,18 @@ struct StepCall {
   const AdamWHyper& h;
   AdamWTelemetry* telemetry;
 
-  template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM>
+  template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, typename G>
   void run() const {
     if (telemetry) {
-      family<WM, MM, VM, true>();
+      family<WM, MM, VM, G, true>();
     } else {
-      family<WM, MM, VM, false>();
+      family<WM, MM, VM, G, false>();
     }
   }
 
-  template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, bool kTel>
+  template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, typename G, bool kTel>
   void family() const {
-    const auto a = AdamWArrays<WM, MM, VM>::from(buffers);
+    const auto a = AdamWArrays<WM, MM, VM, G>::from(buffers);
     const SrStreams streams(h);
     const bool avx512 = !kTel && cpu_isa() == CpuIsa::kAvx512;  // outside the team: it may throw
     const size_t nchunks = (end - begin + kChunk - 1) / kChunk;
@@ -272,14 +277,14 @@ struct StepCall {
         if (hi <= lo) continue;
         if (avx512) {
           if (segs[s].decay) {
-            step_piece_avx512<WM, MM, VM, true>(a, begin, lo, hi, h, streams, sums);
+            step_piece_avx512<WM, MM, VM, G, true>(a, begin, lo, hi, h, streams, sums);
           } else {
-            step_piece_avx512<WM, MM, VM, false>(a, begin, lo, hi, h, streams, sums);
+            step_piece_avx512<WM, MM, VM, G, false>(a, begin, lo, hi, h, streams, sums);
           }
         } else if (segs[s].decay) {
-          step_piece<WM, MM, VM, kTel, true>(a, begin, lo, hi, h, streams, sums);
+          step_piece<WM, MM, VM, G, kTel, true>(a, begin, lo, hi, h, streams, sums);
         } else {
-          step_piece<WM, MM, VM, kTel, false>(a, begin, lo, hi, h, streams, sums);
+          step_piece<WM, MM, VM, G, kTel, false>(a, begin, lo, hi, h, streams, sums);
         }
         lo = hi;
       }

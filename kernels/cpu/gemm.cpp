@@ -151,6 +151,26 @@ void run_tile(const GemmProduct<float>& p, int, const Tile& t, ThreadScratch&) {
   }
 }
 
+// A bf16 product's finished fp32 tile `acc` into its fp32 output, in the
+// order of the bf16 stores below without their rounding: old + sum, or sum + bias.
+void store_tile_f32(const GemmProduct<bf16>& p, const Tile& t, const float* acc) {
+  for (int r = 0; r < t.mm; ++r) {
+    const float* a = acc + size_t(r) * size_t(t.nn);
+    float* o = p.c_f32 + size_t(t.m0 + r) * size_t(p.ldc) + t.n0;
+    if (p.accumulate) {
+#pragma omp simd
+      for (int j = 0; j < t.nn; ++j) o[j] = o[j] + a[j];
+    } else if (p.bias) {
+      const bf16* bias = p.bias + t.n0;
+#pragma omp simd
+      for (int j = 0; j < t.nn; ++j) o[j] = a[j] + bf16_to_float(bias[j]);
+    } else {
+#pragma omp simd
+      for (int j = 0; j < t.nn; ++j) o[j] = a[j];
+    }
+  }
+}
+
 // bf16: the panels widened for sgemm, or packed in pairs for VDPBF16PS (the
 // packed words take at most the widened floats' room), multiplied into the
 // fp32 tile; then one rounding per element: RN(old + sum) or RN(sum + bias).
@@ -183,6 +203,7 @@ void run_tile(const GemmProduct<bf16>& p, int index, const Tile& t, ThreadScratc
                 p.trans_b ? CblasTrans : CblasNoTrans, t.mm, t.nn, K, 1.0f, s.a,
                 p.trans_a ? t.mm : K, s.b, p.trans_b ? K : t.nn, 0.0f, s.acc, t.nn);
   }
+  if (p.c_f32) return store_tile_f32(p, t, s.acc);
   for (int r = 0; r < t.mm; ++r) {
     const float* a = s.acc + size_t(r) * size_t(t.nn);
     bf16* o = p.c + size_t(t.m0 + r) * size_t(p.ldc) + t.n0;
@@ -261,6 +282,9 @@ void gemm_tiled(const GemmProduct<T>* products, int count, Workspace& ws) {
     if (p.bias && p.accumulate) {
       throw std::invalid_argument(
           "gemm_tiled: a bias with accumulate (the bias goes with overwrite)");
+    }
+    if ((p.c_f32 != nullptr) == (p.c != nullptr) || (p.c_f32 && !std::is_same_v<T, bf16>)) {
+      throw std::invalid_argument("gemm_tiled: a product writes c, or (bf16 only) c_f32");
     }
     tiles[i] = gemm_tiles(p.M, p.N, p.K, /*widened_panels=*/std::is_same_v<T, bf16>);
     work += double(p.M) * double(p.N) * double(p.K);

@@ -41,7 +41,9 @@ GemmTiles gemm_tiles(int M, int N, int K, bool widened_panels);
 // trans_a), B [K,N] (or [N,K] when trans_b). With accumulate, C = RN(C + A.B);
 // otherwise C = RN(A.B + bias) with bias[N] per column (nullable), and C's
 // old contents are ignored. RN is the identity for fp32, where accumulate is
-// BLAS's beta = 1 and the bias is added to the finished tile.
+// BLAS's beta = 1 and the bias is added to the finished tile. A bf16 product
+// may instead write an fp32 output, c_f32 (c null): the same sums, not rounded
+// (fp32 weight gradients of bf16 activations).
 template <typename T>
 struct GemmProduct {
   int M, N, K;
@@ -55,6 +57,7 @@ struct GemmProduct {
   int ldc;
   const T* bias;
   bool accumulate;
+  float* c_f32 = nullptr;  // bf16 products only; then c is null
 };
 
 // Floats of workspace gemm_tiled holds for these products with `threads`

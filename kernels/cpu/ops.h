@@ -1,6 +1,8 @@
 // GPT-2 forward/backward ops on the CPU, one function per op, each for fp32 and
 // bf16 storage (T = float or bf16). Arithmetic and accumulation are fp32;
-// bf16 outputs are rounded to nearest even once per output element. Results do
+// bf16 outputs are rounded to nearest even once per output element. The
+// backward ops that produce parameter gradients store them as G: T, or fp32
+// with bf16 activations (AdamWRule::grads; fp32 gradients are not rounded). Results do
 // not depend on the number of OpenMP threads (fixed reduction orders).
 //
 // Conventions (as llm.c): row-major; N = B*T rows; weights of a linear layer are
@@ -56,16 +58,16 @@ void encoder_forward(T* out, const int32_t* tokens, const T* wte, const T* wpe, 
 // dwte[tok] += sum of dout over the positions holding tok (positions in order);
 // dwpe[t] += sum over b of dout[b,t]. Accumulates: both tables have rows no
 // position touches (the model clears dwpe and writes dwte first elsewhere).
-template <typename T>
-void encoder_backward(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, int B, int Tn, int C);
+template <typename T, typename G>
+void encoder_backward(G* dwte, G* dwpe, const T* dout, const int32_t* tokens, int B, int Tn, int C);
 
 // out = (inp - mean) * rstd * weight + bias per row, eps 1e-5 (GPT-2).
 // mean, rstd: [N] fp32 (saved for backward).
 template <typename T>
 void layernorm_forward(T* out, float* mean, float* rstd, const T* inp, const T* weight,
                        const T* bias, int N, int C);
-template <typename T>
-void layernorm_backward(T* dinp, GradWrite dinp_mode, T* dweight, T* dbias, GradWrite param_mode,
+template <typename T, typename G>
+void layernorm_backward(T* dinp, GradWrite dinp_mode, G* dweight, G* dbias, GradWrite param_mode,
                         const T* dout, const T* inp, const T* weight, const float* mean,
                         const float* rstd, int N, int C);
 
@@ -85,8 +87,8 @@ void matmul_forward(T* out, const T* inp, const T* weight, const T* bias, int N,
 // With accumulate_dinp (accumulate_params) false, dinp (dweight and dbias) is
 // written as if it had been zero: the product alone (bf16: rounded once), the
 // old contents ignored (they may be anything, NaN included).
-template <typename T>
-void matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
+template <typename T, typename G>
+void matmul_backward(T* dinp, G* dweight, G* dbias, const T* dout, const T* inp, const T* weight,
                      int N, int C, int OC, Workspace& ws, bool accumulate_dinp = true,
                      bool accumulate_params = true);
 

@@ -1,7 +1,8 @@
 // Token + position embedding, forward and backward. The backward reduces over
 // positions: dwpe per position over the batch, dwte per distinct token over the
 // positions that hold it. Each sum runs in position order in one thread, so the
-// result is the same for any thread count; bf16 gradients are rounded once.
+// result is the same for any thread count; bf16 gradients are rounded once,
+// fp32 ones (G = float) not at all.
 #include <algorithm>
 #include <numeric>
 #include <stdexcept>
@@ -22,10 +23,10 @@ void check_shape(const char* op, int B, int Tn, int C) {
 }
 
 // dst = RN(dst + acc)
-template <typename T>
-void accumulate_row(T* dst, const float* acc, size_t C) {
+template <typename G>
+void accumulate_row(G* dst, const float* acc, size_t C) {
 #pragma omp simd
-  for (size_t i = 0; i < C; ++i) dst[i] = from_f32<T>(to_f32(dst[i]) + acc[i]);
+  for (size_t i = 0; i < C; ++i) dst[i] = from_f32<G>(to_f32(dst[i]) + acc[i]);
 }
 
 }  // namespace
@@ -46,8 +47,8 @@ void encoder_forward(T* out, const int32_t* tokens, const T* wte, const T* wpe, 
   }
 }
 
-template <typename T>
-void encoder_backward(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, int B, int Tn,
+template <typename T, typename G>
+void encoder_backward(G* dwte, G* dwpe, const T* dout, const int32_t* tokens, int B, int Tn,
                       int C) {
   check_shape("encoder_backward", B, Tn, C);
   const size_t c = size_t(C);
@@ -91,11 +92,14 @@ void encoder_backward(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, in
   }
 }
 
-#define SRKIT_INSTANTIATE(T)                                                               \
-  template void encoder_forward<T>(T*, const int32_t*, const T*, const T*, int, int, int); \
-  template void encoder_backward<T>(T*, T*, const T*, const int32_t*, int, int, int);
-SRKIT_INSTANTIATE(float)
-SRKIT_INSTANTIATE(bf16)
+template void encoder_forward<float>(float*, const int32_t*, const float*, const float*, int, int,
+                                     int);
+template void encoder_forward<bf16>(bf16*, const int32_t*, const bf16*, const bf16*, int, int, int);
+#define SRKIT_INSTANTIATE(T, G) \
+  template void encoder_backward<T, G>(G*, G*, const T*, const int32_t*, int, int, int);
+SRKIT_INSTANTIATE(float, float)
+SRKIT_INSTANTIATE(bf16, bf16)
+SRKIT_INSTANTIATE(bf16, float)
 #undef SRKIT_INSTANTIATE
 
 }  // namespace srkit::cpu

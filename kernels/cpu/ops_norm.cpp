@@ -53,8 +53,8 @@ void layernorm_forward(T* out, float* mean, float* rstd, const T* inp, const T* 
   }
 }
 
-template <typename T>
-void layernorm_backward(T* dinp, GradWrite dinp_mode, T* dweight, T* dbias, GradWrite param_mode,
+template <typename T, typename G>
+void layernorm_backward(T* dinp, GradWrite dinp_mode, G* dweight, G* dbias, GradWrite param_mode,
                         const T* dout, const T* inp, const T* weight, const float* mean,
                         const float* rstd, int N, int C) {
   check_shape("layernorm_backward", N, C);
@@ -107,18 +107,22 @@ void layernorm_backward(T* dinp, GradWrite dinp_mode, T* dweight, T* dbias, Grad
       }
     }
     for (size_t j = 0; j < w; ++j) {
-      dweight[c0 + j] = from_f32<T>(grad_base(dweight[c0 + j], acc_params) + dw[j]);
-      dbias[c0 + j] = from_f32<T>(grad_base(dbias[c0 + j], acc_params) + db[j]);
+      dweight[c0 + j] = from_f32<G>(grad_base(dweight[c0 + j], acc_params) + dw[j]);
+      dbias[c0 + j] = from_f32<G>(grad_base(dbias[c0 + j], acc_params) + db[j]);
     }
   }
 }
 
-#define SRKIT_INSTANTIATE(T)                                                                      \
-  template void layernorm_forward<T>(T*, float*, float*, const T*, const T*, const T*, int, int); \
-  template void layernorm_backward<T>(T*, GradWrite, T*, T*, GradWrite, const T*, const T*,       \
-                                      const T*, const float*, const float*, int, int);
-SRKIT_INSTANTIATE(float)
-SRKIT_INSTANTIATE(bf16)
+template void layernorm_forward<float>(float*, float*, float*, const float*, const float*,
+                                       const float*, int, int);
+template void layernorm_forward<bf16>(bf16*, float*, float*, const bf16*, const bf16*, const bf16*,
+                                      int, int);
+#define SRKIT_INSTANTIATE(T, G)                                                                \
+  template void layernorm_backward<T, G>(T*, GradWrite, G*, G*, GradWrite, const T*, const T*, \
+                                         const T*, const float*, const float*, int, int);
+SRKIT_INSTANTIATE(float, float)
+SRKIT_INSTANTIATE(bf16, bf16)
+SRKIT_INSTANTIATE(bf16, float)
 #undef SRKIT_INSTANTIATE
 
 }  // namespace srkit::cpu

@@ -109,12 +109,12 @@ PlanLayout plan_layout(size_t begin, size_t end) {
 
 // When clip says the step must not run (!clip->ok: a non-finite loss or
 // norm), every thread of the grid returns at once: nothing changes.
-template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM>
+template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, typename G>
 __global__ void __launch_bounds__(kThreads)
-    adamw_kernel(AdamWArrays<WM, MM, VM> a, uint64_t begin, uint64_t end, uint64_t base,
+    adamw_kernel(AdamWArrays<WM, MM, VM, G> a, uint64_t begin, uint64_t end, uint64_t base,
                  uint64_t tiles, const PlanHeader* header, const DecayRun* runs, AdamWHyper h,
                  const GradClip* clip, Partial* partials) {
-  using A = AdamWArrays<WM, MM, VM>;
+  using A = AdamWArrays<WM, MM, VM, G>;
   if (clip != nullptr && clip->ok == 0) return;  // uniform: no thread waits at a barrier
   if (clip != nullptr) h.grad_scale = clip->scale;
   const int nruns = int(header->nruns);
@@ -200,10 +200,10 @@ struct Launch {
   Partial* partials;
   Stream stream;
 
-  template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM>
+  template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, typename G>
   void run() const {
-    launch(adamw_kernel<WM, MM, VM>, layout.blocks, kThreads, 0, stream, "adamw_step",
-           AdamWArrays<WM, MM, VM>::from(buffers), begin, end, layout.base, layout.tiles, header,
+    launch(adamw_kernel<WM, MM, VM, G>, layout.blocks, kThreads, 0, stream, "adamw_step",
+           AdamWArrays<WM, MM, VM, G>::from(buffers), begin, end, layout.base, layout.tiles, header,
            runs, h, clip, partials);
   }
 };

@@ -152,6 +152,20 @@ void with_dtype(DType dt, F&& f) {
   }
 }
 
+// f(T{}, G{}) with the activation type dt and the parameter-gradient type
+// grad_dt names: float/float, bf16/bf16 or bf16/float (the backend checks
+// the pair, check_grad_dtype in lib/backend/backend.h).
+template <typename F>
+void with_grad_dtypes(DType dt, DType grad_dt, F&& f) {
+  if (dt == DType::kF32) {
+    f(float{}, float{});
+  } else if (grad_dt == DType::kF32) {
+    f(bf16{}, float{});
+  } else {
+    f(bf16{}, bf16{});
+  }
+}
+
 // Throws std::invalid_argument "<op>: bad shape A=.. B=.. (expected ...)" unless ok.
 inline void check_shape(bool ok, const char* op, const std::string& shape, const char* expected) {
   if (!ok) {

@@ -24,8 +24,8 @@ namespace {
 constexpr int kThreads = 256;
 constexpr size_t kMaxBlocks = 8192;
 
-template <typename T, bool kVec>
-__global__ void encoder_backward_kernel(T* dwte, T* dwpe, const T* dout, const int32_t* plan,
+template <typename T, typename G, bool kVec>
+__global__ void encoder_backward_kernel(G* dwte, G* dwpe, const T* dout, const int32_t* plan,
                                         int groups, int B, int Tn, int C) {
   const size_t N = size_t(B) * size_t(Tn);
   const int32_t* order = plan;
@@ -40,7 +40,7 @@ __global__ void encoder_backward_kernel(T* dwte, T* dwpe, const T* dout, const i
     const size_t c0 = (it % per_row) * width;
     float acc[kChunk] = {};
     float x[kChunk];
-    T* dst;
+    G* dst;
     if (row < size_t(Tn)) {  // dwpe[t] += sum over b of dout[b, t]
       for (int b = 0; b < B; ++b) {
         load_chunk<kVec>(dout + (size_t(b) * Tn + row) * C + c0, width, x);
@@ -88,8 +88,8 @@ void EncoderBackwardPlan::build(const int32_t* host_tokens, int N) {
   std::copy(group_token_.begin(), group_token_.end(), packed_.begin() + 2 * n + 1);
 }
 
-void encoder_backward(DType dt, void* dwte, void* dwpe, const void* dout, const void* device_plan,
-                      int groups, int B, int T, int C, Stream stream) {
+void encoder_backward(DType dt, DType grad_dt, void* dwte, void* dwpe, const void* dout,
+                      const void* device_plan, int groups, int B, int T, int C, Stream stream) {
   check_shape(B > 0 && T > 0 && C > 0, "encoder_backward",
               "B=" + std::to_string(B) + " T=" + std::to_string(T) + " C=" + std::to_string(C),
               "all > 0");
@@ -98,17 +98,18 @@ void encoder_backward(DType dt, void* dwte, void* dwpe, const void* dout, const 
   const unsigned blocks =
       unsigned(std::max<size_t>(1, std::min(kMaxBlocks, (items + kThreads - 1) / kThreads)));
   const auto* plan = static_cast<const int32_t*>(device_plan);
-  with_dtype(dt, [&](auto tag) {
+  with_grad_dtypes(dt, grad_dt, [&](auto tag, auto grad_tag) {
     using S = decltype(tag);
-    auto* te = static_cast<S*>(dwte);
-    auto* pe = static_cast<S*>(dwpe);
+    using G = decltype(grad_tag);
+    auto* te = static_cast<G*>(dwte);
+    auto* pe = static_cast<G*>(dwpe);
     const auto* g = static_cast<const S*>(dout);
     if (vec) {
-      launch(encoder_backward_kernel<S, true>, blocks, kThreads, 0, stream, "encoder_backward", te,
-             pe, g, plan, groups, B, T, C);
+      launch(encoder_backward_kernel<S, G, true>, blocks, kThreads, 0, stream, "encoder_backward",
+             te, pe, g, plan, groups, B, T, C);
     } else {
-      launch(encoder_backward_kernel<S, false>, blocks, kThreads, 0, stream, "encoder_backward", te,
-             pe, g, plan, groups, B, T, C);
+      launch(encoder_backward_kernel<S, G, false>, blocks, kThreads, 0, stream, "encoder_backward",
+             te, pe, g, plan, groups, B, T, C);
     }
   });
 }

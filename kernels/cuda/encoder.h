@@ -35,9 +35,10 @@ class EncoderBackwardPlan {
   std::vector<int32_t> order_, group_start_, group_token_, packed_;
 };
 
-// Accumulates into dwte and dwpe. device_plan: the plan's packed() block in
-// device memory (built from the same tokens as dout's positions).
-void encoder_backward(DType dt, void* dwte, void* dwpe, const void* dout, const void* device_plan,
-                      int groups, int B, int T, int C, Stream stream);
+// Accumulates into dwte and dwpe, stored as grad_dt (dt, or f32 with bf16
+// dt). device_plan: the plan's packed() block in device memory (built from the
+// same tokens as dout's positions).
+void encoder_backward(DType dt, DType grad_dt, void* dwte, void* dwpe, const void* dout,
+                      const void* device_plan, int groups, int B, int T, int C, Stream stream);
 
 }  // namespace srkit::cuda

@@ -344,8 +344,8 @@ size_t Gemm::matmul_backward_scratch_bytes(int N, int OC) const {
   return matmul_dbias_scratch_bytes(N, OC);
 }
 
-void Gemm::matmul_backward(DType dt, void* dinp, GradWrite dinp_mode, void* dweight, void* dbias,
-                           GradWrite param_mode, const void* dout, const void* inp,
+void Gemm::matmul_backward(DType dt, DType grad_dt, void* dinp, GradWrite dinp_mode, void* dweight,
+                           void* dbias, GradWrite param_mode, const void* dout, const void* inp,
                            const void* weight, int N, int C, int OC, void* scratch) {
   check_matmul_shape("matmul_backward", N, C, OC);
   const bool accumulate_params = param_mode == GradWrite::kAccumulate;
@@ -353,19 +353,17 @@ void Gemm::matmul_backward(DType dt, void* dinp, GradWrite dinp_mode, void* dwei
     const BiasGrid g = bias_grid(N, OC);
     float* partial = static_cast<float*>(scratch);
     const dim3 grid(unsigned(g.column_blocks), unsigned(g.chunks));
-    if (dt == DType::kF32) {
-      launch(column_chunk_sums<float>, grid, kThreads, 0, impl_->stream, "matmul dbias",
-             static_cast<const float*>(dout), N, OC, g.rows_per_chunk, partial);
-      launch(column_sums_store<float>, unsigned(g.column_blocks), kThreads, 0, impl_->stream,
-             "matmul dbias store", partial, g.chunks, OC, static_cast<float*>(dbias),
+    with_dtype(dt, [&](auto tag) {
+      using S = decltype(tag);
+      launch(column_chunk_sums<S>, grid, kThreads, 0, impl_->stream, "matmul dbias",
+             static_cast<const S*>(dout), N, OC, g.rows_per_chunk, partial);
+    });
+    with_dtype(grad_dt, [&](auto tag) {
+      using G = decltype(tag);
+      launch(column_sums_store<G>, unsigned(g.column_blocks), kThreads, 0, impl_->stream,
+             "matmul dbias store", partial, g.chunks, OC, static_cast<G*>(dbias),
              accumulate_params);
-    } else {
-      launch(column_chunk_sums<bf16>, grid, kThreads, 0, impl_->stream, "matmul dbias",
-             static_cast<const bf16*>(dout), N, OC, g.rows_per_chunk, partial);
-      launch(column_sums_store<bf16>, unsigned(g.column_blocks), kThreads, 0, impl_->stream,
-             "matmul dbias store", partial, g.chunks, OC, static_cast<bf16*>(dbias),
-             accumulate_params);
-    }
+    });
   }
   // dinp^T[C,N] = (W as [C,OC]) (dout as [OC,N]); beta 1 adds the old value
   // before the one rounding, as the CPU does.
@@ -388,7 +386,8 @@ void Gemm::matmul_backward(DType dt, void* dinp, GradWrite dinp_mode, void* dwei
   q.lda = C;
   q.ldb = OC;
   q.ldd = C;
-  q.ab = q.d = dt;
+  q.ab = dt;
+  q.d = grad_dt;
   impl_->run(q, inp, dout, dweight, nullptr, 1.0f, accumulate_params ? 1.0f : 0.0f);
 }
 

@@ -35,10 +35,11 @@ class Gemm {
   size_t matmul_backward_scratch_bytes(int N, int OC) const;
   // dinp[N,C] (+)= dout @ weight; dweight[OC,C] (+)= dout^T @ inp; dbias[OC]
   // (+)= sum over rows of dout (dbias may be null). Accumulating into a bf16
-  // output rounds once: RN(old + product), as the CPU.
-  void matmul_backward(DType dt, void* dinp, GradWrite dinp_mode, void* dweight, void* dbias,
-                       GradWrite param_mode, const void* dout, const void* inp, const void* weight,
-                       int N, int C, int OC, void* scratch);
+  // output rounds once: RN(old + product), as the CPU. dweight and dbias are
+  // stored as grad_dt (dt, or f32 with bf16 dt: not rounded).
+  void matmul_backward(DType dt, DType grad_dt, void* dinp, GradWrite dinp_mode, void* dweight,
+                       void* dbias, GradWrite param_mode, const void* dout, const void* inp,
+                       const void* weight, int N, int C, int OC, void* scratch);
 
   // Strided-batched row-major product for attention: for b < batch,
   //   D_b[M,N] = alpha * op(A_b) @ op(B_b) + beta * D_b

@@ -272,10 +272,10 @@ void residual_layernorm_forward(DType dt, void* residual, void* ln, float* mean,
   });
 }
 
-void layernorm_backward(DType dt, void* dinp, GradWrite dinp_mode, void* dweight, void* dbias,
-                        GradWrite param_mode, const void* dout, const void* inp, const void* weight,
-                        const float* mean, const float* rstd, int N, int C, void* scratch,
-                        Stream stream) {
+void layernorm_backward(DType dt, DType grad_dt, void* dinp, GradWrite dinp_mode, void* dweight,
+                        void* dbias, GradWrite param_mode, const void* dout, const void* inp,
+                        const void* weight, const float* mean, const float* rstd, int N, int C,
+                        void* scratch, Stream stream) {
   check_shape(N > 0 && C > 0, "layernorm_backward",
               "N=" + std::to_string(N) + " C=" + std::to_string(C), "both > 0");
   const bool vec =
@@ -299,10 +299,13 @@ void layernorm_backward(DType dt, void* dinp, GradWrite dinp_mode, void* dweight
     launch(layernorm_param_partials_kernel<S>, grid, kParamThreads, 0, stream,
            "layernorm_backward (parameter partials)", partial, g, x, mean, rstd, N, C,
            part.rows_per_chunk);
+  });
+  with_dtype(grad_dt, [&](auto tag) {
+    using G = decltype(tag);
     const int threads = 256;
-    launch(layernorm_param_reduce_kernel<S>, unsigned((2 * C + threads - 1) / threads), threads, 0,
-           stream, "layernorm_backward (parameter sums)", static_cast<S*>(dweight),
-           static_cast<S*>(dbias), partial, part.chunks, C, param_mode == GradWrite::kAccumulate);
+    launch(layernorm_param_reduce_kernel<G>, unsigned((2 * C + threads - 1) / threads), threads, 0,
+           stream, "layernorm_backward (parameter sums)", static_cast<G*>(dweight),
+           static_cast<G*>(dbias), partial, part.chunks, C, param_mode == GradWrite::kAccumulate);
   });
 }
 

@@ -25,9 +25,9 @@ void residual_layernorm_forward(DType dt, void* residual, void* ln, float* mean,
 // Device scratch layernorm_backward needs: layernorm_backward_scratch_bytes
 // of kernels/cuda/scratch_sizes.h (the parameter gradients' partial sums,
 // reduced in a fixed order).
-void layernorm_backward(DType dt, void* dinp, GradWrite dinp_mode, void* dweight, void* dbias,
-                        GradWrite param_mode, const void* dout, const void* inp, const void* weight,
-                        const float* mean, const float* rstd, int N, int C, void* scratch,
-                        Stream stream);
+void layernorm_backward(DType dt, DType grad_dt, void* dinp, GradWrite dinp_mode, void* dweight,
+                        void* dbias, GradWrite param_mode, const void* dout, const void* inp,
+                        const void* weight, const float* mean, const float* rstd, int N, int C,
+                        void* scratch, Stream stream);
 
 }  // namespace srkit::cuda

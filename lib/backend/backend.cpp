@@ -1,5 +1,6 @@
 #include "lib/backend/backend.h"
 
+#include <stdexcept>
 #include <string>
 
 namespace srkit {
@@ -22,6 +23,13 @@ const char* mem_category_name(MemCategory c) {
       break;
   }
   return "?";
+}
+
+void check_grad_dtype(const char* op, DType dt, DType grad_dt) {
+  if (grad_dt == dt || (dt == DType::kBF16 && grad_dt == DType::kF32)) return;
+  throw std::invalid_argument(std::string(op) + ": " + dtype_name(grad_dt) +
+                              " parameter gradients with " + dtype_name(dt) +
+                              " activations (expected the same dtype, or f32 with bf16)");
 }
 
 static std::string mib(size_t bytes) {

@@ -19,6 +19,10 @@
 //   accounted) or prepared once (prepare_adamw); counters() lets tests prove it.
 // - Backward ops write or accumulate by an explicit GradWrite per output, so no
 //   buffer is cleared just to be added into.
+// - The backward ops that produce parameter gradients (encoder, layernorm,
+//   matmul) store them as `grad_dt`: dt, or f32 with bf16 dt (a strategy's
+//   g=f32, AdamWRule::grads), unrounded then. The overloads without grad_dt
+//   store them as dt.
 // - The backend owns what attention saves for backward: attention_sizes() says
 //   how many bytes per layer (and of shared scratch) it needs, the model
 //   allocates them, and the memory model asks the same function.
@@ -135,21 +139,37 @@ class Backend {
   // Accumulates into dwte and dwpe (rows no position touches keep their value).
   // host_tokens: the same B*T tokens on the host (a device backend plans its
   // deterministic per-token reduction from them).
-  virtual void encoder_backward(DType dt, void* dwte, void* dwpe, const void* dout,
+  virtual void encoder_backward(DType dt, DType grad_dt, void* dwte, void* dwpe, const void* dout,
                                 const int32_t* tokens, const int32_t* host_tokens, int B, int T,
                                 int C) = 0;
+  void encoder_backward(DType dt, void* dwte, void* dwpe, const void* dout, const int32_t* tokens,
+                        const int32_t* host_tokens, int B, int T, int C) {
+    encoder_backward(dt, dt, dwte, dwpe, dout, tokens, host_tokens, B, T, C);
+  }
   virtual void layernorm_forward(DType dt, void* out, float* mean, float* rstd, const void* inp,
                                  const void* weight, const void* bias, int N, int C) = 0;
-  virtual void layernorm_backward(DType dt, void* dinp, GradWrite dinp_mode, void* dweight,
-                                  void* dbias, GradWrite param_mode, const void* dout,
-                                  const void* inp, const void* weight, const float* mean,
-                                  const float* rstd, int N, int C) = 0;
+  virtual void layernorm_backward(DType dt, DType grad_dt, void* dinp, GradWrite dinp_mode,
+                                  void* dweight, void* dbias, GradWrite param_mode,
+                                  const void* dout, const void* inp, const void* weight,
+                                  const float* mean, const float* rstd, int N, int C) = 0;
+  void layernorm_backward(DType dt, void* dinp, GradWrite dinp_mode, void* dweight, void* dbias,
+                          GradWrite param_mode, const void* dout, const void* inp,
+                          const void* weight, const float* mean, const float* rstd, int N, int C) {
+    layernorm_backward(dt, dt, dinp, dinp_mode, dweight, dbias, param_mode, dout, inp, weight, mean,
+                       rstd, N, C);
+  }
   virtual void matmul_forward(DType dt, void* out, const void* inp, const void* weight,
                               const void* bias, int N, int C, int OC) = 0;
   // dbias may be null.
-  virtual void matmul_backward(DType dt, void* dinp, GradWrite dinp_mode, void* dweight,
-                               void* dbias, GradWrite param_mode, const void* dout, const void* inp,
-                               const void* weight, int N, int C, int OC) = 0;
+  virtual void matmul_backward(DType dt, DType grad_dt, void* dinp, GradWrite dinp_mode,
+                               void* dweight, void* dbias, GradWrite param_mode, const void* dout,
+                               const void* inp, const void* weight, int N, int C, int OC) = 0;
+  void matmul_backward(DType dt, void* dinp, GradWrite dinp_mode, void* dweight, void* dbias,
+                       GradWrite param_mode, const void* dout, const void* inp, const void* weight,
+                       int N, int C, int OC) {
+    matmul_backward(dt, dt, dinp, dinp_mode, dweight, dbias, param_mode, dout, inp, weight, N, C,
+                    OC);
+  }
   // Causal self-attention. state: this layer's attention_sizes().state_per_layer
   // bytes, written by forward and read by backward; scratch: the shared
   // attention_sizes().scratch bytes (may be null when that is 0).
@@ -229,6 +249,10 @@ class Backend {
   BackendCounters counters_;
   size_t limit_ = 0;
 };
+
+// Throws std::invalid_argument naming `op` unless parameter gradients of type
+// grad_dt may go with activations of type dt (grad_dt == dt, or f32 with bf16).
+void check_grad_dtype(const char* op, DType dt, DType grad_dt);
 
 std::unique_ptr<Backend> make_cpu_backend(int threads);
 // Built with the CUDA backend (a GPU, or the CPU emulation of CUDA) only.

@@ -28,6 +28,20 @@ void dispatch(DType dt, F&& f) {
   }
 }
 
+// Calls f with values of the activation and parameter-gradient storage types
+// (float/float, bf16/bf16 or bf16/float; check_grad_dtype).
+template <typename F>
+void dispatch_grads(const char* op, DType dt, DType grad_dt, F&& f) {
+  check_grad_dtype(op, dt, grad_dt);
+  if (dt == DType::kF32) {
+    f(float{}, float{});
+  } else if (grad_dt == DType::kF32) {
+    f(bf16{}, float{});
+  } else {
+    f(bf16{}, bf16{});
+  }
+}
+
 template <typename T>
 T* as(void* p) {
   return static_cast<T*>(p);
@@ -84,12 +98,13 @@ class CpuBackend final : public Backend {
       cpu::encoder_forward<S>(as<S>(out), tokens, as<S>(wte), as<S>(wpe), B, T, C);
     });
   }
-  void encoder_backward(DType dt, void* dwte, void* dwpe, const void* dout, const int32_t* tokens,
-                        const int32_t* /*host_tokens: the same memory here*/, int B, int T,
-                        int C) override {
-    dispatch(dt, [&](auto tag) {
+  void encoder_backward(DType dt, DType grad_dt, void* dwte, void* dwpe, const void* dout,
+                        const int32_t* tokens, const int32_t* /*host_tokens: the same memory*/,
+                        int B, int T, int C) override {
+    dispatch_grads("encoder_backward", dt, grad_dt, [&](auto tag, auto grad_tag) {
       using S = decltype(tag);
-      cpu::encoder_backward<S>(as<S>(dwte), as<S>(dwpe), as<S>(dout), tokens, B, T, C);
+      using G = decltype(grad_tag);
+      cpu::encoder_backward<S, G>(as<G>(dwte), as<G>(dwpe), as<S>(dout), tokens, B, T, C);
     });
   }
   void layernorm_forward(DType dt, void* out, float* mean, float* rstd, const void* inp,
@@ -100,14 +115,16 @@ class CpuBackend final : public Backend {
                                 C);
     });
   }
-  void layernorm_backward(DType dt, void* dinp, GradWrite dinp_mode, void* dweight, void* dbias,
-                          GradWrite param_mode, const void* dout, const void* inp,
+  void layernorm_backward(DType dt, DType grad_dt, void* dinp, GradWrite dinp_mode, void* dweight,
+                          void* dbias, GradWrite param_mode, const void* dout, const void* inp,
                           const void* weight, const float* mean, const float* rstd, int N,
                           int C) override {
-    dispatch(dt, [&](auto tag) {
+    dispatch_grads("layernorm_backward", dt, grad_dt, [&](auto tag, auto grad_tag) {
       using S = decltype(tag);
-      cpu::layernorm_backward<S>(as<S>(dinp), dinp_mode, as<S>(dweight), as<S>(dbias), param_mode,
-                                 as<S>(dout), as<S>(inp), as<S>(weight), mean, rstd, N, C);
+      using G = decltype(grad_tag);
+      cpu::layernorm_backward<S, G>(as<S>(dinp), dinp_mode, as<G>(dweight), as<G>(dbias),
+                                    param_mode, as<S>(dout), as<S>(inp), as<S>(weight), mean, rstd,
+                                    N, C);
     });
   }
   void matmul_forward(DType dt, void* out, const void* inp, const void* weight, const void* bias,
@@ -119,15 +136,16 @@ class CpuBackend final : public Backend {
       });
     });
   }
-  void matmul_backward(DType dt, void* dinp, GradWrite dinp_mode, void* dweight, void* dbias,
-                       GradWrite param_mode, const void* dout, const void* inp, const void* weight,
-                       int N, int C, int OC) override {
+  void matmul_backward(DType dt, DType grad_dt, void* dinp, GradWrite dinp_mode, void* dweight,
+                       void* dbias, GradWrite param_mode, const void* dout, const void* inp,
+                       const void* weight, int N, int C, int OC) override {
     with_workspace([&](cpu::Workspace& ws) {
-      dispatch(dt, [&](auto tag) {
+      dispatch_grads("matmul_backward", dt, grad_dt, [&](auto tag, auto grad_tag) {
         using S = decltype(tag);
-        cpu::matmul_backward<S>(as<S>(dinp), as<S>(dweight), as<S>(dbias), as<S>(dout), as<S>(inp),
-                                as<S>(weight), N, C, OC, ws, accumulates(dinp_mode),
-                                accumulates(param_mode));
+        using G = decltype(grad_tag);
+        cpu::matmul_backward<S, G>(as<S>(dinp), as<G>(dweight), as<G>(dbias), as<S>(dout),
+                                   as<S>(inp), as<S>(weight), N, C, OC, ws, accumulates(dinp_mode),
+                                   accumulates(param_mode));
       });
     });
   }

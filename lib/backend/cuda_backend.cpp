@@ -111,36 +111,40 @@ class CudaBackend final : public Backend {
                        int B, int T, int C) override {
     cuda::encoder_forward(dt, out, tokens, wte, wpe, B, T, C, stream_);
   }
-  void encoder_backward(DType dt, void* dwte, void* dwpe, const void* dout,
+  void encoder_backward(DType dt, DType grad_dt, void* dwte, void* dwpe, const void* dout,
                         const int32_t* /*tokens: planned from host_tokens*/,
                         const int32_t* host_tokens, int B, int T, int C) override {
+    check_grad_dtype("encoder_backward", dt, grad_dt);
     encoder_plan_.build(host_tokens, B * T);
     void* plan = scratch(encoder_plan_.packed_bytes());
     stage_to_device(plan, encoder_plan_.packed(), encoder_plan_.packed_bytes());
-    cuda::encoder_backward(dt, dwte, dwpe, dout, plan, encoder_plan_.groups(), B, T, C, stream_);
+    cuda::encoder_backward(dt, grad_dt, dwte, dwpe, dout, plan, encoder_plan_.groups(), B, T, C,
+                           stream_);
   }
   void layernorm_forward(DType dt, void* out, float* mean, float* rstd, const void* inp,
                          const void* weight, const void* bias, int N, int C) override {
     cuda::layernorm_forward(dt, out, mean, rstd, inp, weight, bias, N, C, stream_);
   }
-  void layernorm_backward(DType dt, void* dinp, GradWrite dinp_mode, void* dweight, void* dbias,
-                          GradWrite param_mode, const void* dout, const void* inp,
+  void layernorm_backward(DType dt, DType grad_dt, void* dinp, GradWrite dinp_mode, void* dweight,
+                          void* dbias, GradWrite param_mode, const void* dout, const void* inp,
                           const void* weight, const float* mean, const float* rstd, int N,
                           int C) override {
+    check_grad_dtype("layernorm_backward", dt, grad_dt);
     void* ws = scratch(cuda::layernorm_backward_scratch_bytes(N, C));
-    cuda::layernorm_backward(dt, dinp, dinp_mode, dweight, dbias, param_mode, dout, inp, weight,
-                             mean, rstd, N, C, ws, stream_);
+    cuda::layernorm_backward(dt, grad_dt, dinp, dinp_mode, dweight, dbias, param_mode, dout, inp,
+                             weight, mean, rstd, N, C, ws, stream_);
   }
   void matmul_forward(DType dt, void* out, const void* inp, const void* weight, const void* bias,
                       int N, int C, int OC) override {
     gemm_->matmul_forward(dt, out, inp, weight, bias, N, C, OC);
   }
-  void matmul_backward(DType dt, void* dinp, GradWrite dinp_mode, void* dweight, void* dbias,
-                       GradWrite param_mode, const void* dout, const void* inp, const void* weight,
-                       int N, int C, int OC) override {
+  void matmul_backward(DType dt, DType grad_dt, void* dinp, GradWrite dinp_mode, void* dweight,
+                       void* dbias, GradWrite param_mode, const void* dout, const void* inp,
+                       const void* weight, int N, int C, int OC) override {
+    check_grad_dtype("matmul_backward", dt, grad_dt);
     void* ws = dbias ? scratch(gemm_->matmul_backward_scratch_bytes(N, OC)) : nullptr;
-    gemm_->matmul_backward(dt, dinp, dinp_mode, dweight, dbias, param_mode, dout, inp, weight, N, C,
-                           OC, ws);
+    gemm_->matmul_backward(dt, grad_dt, dinp, dinp_mode, dweight, dbias, param_mode, dout, inp,
+                           weight, N, C, OC, ws);
   }
   void attention_forward(DType dt, void* out, void* state, void* scratch, const void* inp, int B,
                          int T, int C, int NH) override {

@@ -34,10 +34,11 @@ struct SweepOptions {
 };
 
 // The components of a strategy the paper's argument rests on, each as one
-// strategy next to PRESET: SR on the moments, v in fp32, Kahan-compensated
-// round-to-nearest instead of SR, and mixed precision with bf16 moments. A
-// component the spec grammar cannot express (gradients in fp32 with bf16
-// weights: a gradient has the weights' dtype) is listed with `why` and no spec.
+// strategy next to PRESET: SR on the moments, v in fp32, gradients in fp32,
+// Kahan-compensated round-to-nearest instead of SR, and mixed precision with
+// bf16 moments. A component that does not apply to PRESET (SR on fp32
+// moments, fp32 gradients of a preset that has them) is listed with `why` and
+// no spec.
 struct Ablation {
   std::string spec;  // empty: not expressible
   std::string what;

@@ -53,11 +53,26 @@ GPT::GPT(Backend& backend, const GPTConfig& config, DType dtype)
     : GPT(backend, config, dtype, dtype) {}
 
 GPT::GPT(Backend& backend, const GPTConfig& config, DType dtype, DType compute)
-    : backend_(backend), config_(config), layout_(config), dtype_(dtype), compute_(compute) {
+    : GPT(backend, config, dtype, compute, dtype) {}
+
+GPT::GPT(Backend& backend, const GPTConfig& config, DType dtype, DType compute, DType grads)
+    : backend_(backend),
+      config_(config),
+      layout_(config),
+      dtype_(dtype),
+      compute_(compute),
+      grads_dtype_(grads),
+      param_grad_dt_(compute != dtype ? compute : grads) {
   config_.validate();
+  if (grads != dtype && (grads != DType::kF32 || compute != dtype)) {
+    throw std::invalid_argument(std::string("GPT: ") + dtype_name(grads) + " gradients with " +
+                                dtype_name(dtype) + " weights and " + dtype_name(compute) +
+                                " compute (expected the weights' dtype, or f32 with bf16 weights "
+                                "computed in bf16)");
+  }
   const size_t n = layout_.total_size();
   weights_ = backend_.allocate(n * dtype_size(dtype_), MemCategory::kWeights);
-  grads_ = backend_.allocate(n * dtype_size(dtype_), MemCategory::kGrads);
+  grads_ = backend_.allocate(grad_bytes(), MemCategory::kGrads);
   compute_weights_ = weights_;
   compute_grads_ = grads_;
   if (compute_ != dtype_) {
@@ -65,7 +80,7 @@ GPT::GPT(Backend& backend, const GPTConfig& config, DType dtype, DType compute)
     compute_grads_ = backend_.allocate(n * dtype_size(compute_), MemCategory::kScratch);
   }
   w_ = ParamViews::of(layout_, config_.num_layers, compute_weights_, compute_);
-  g_ = ParamViews::of(layout_, config_.num_layers, compute_grads_, compute_);
+  g_ = ParamViews::of(layout_, config_.num_layers, compute_grads_, param_grad_dt_);
 }
 
 GPT::~GPT() {
@@ -377,7 +392,7 @@ std::vector<float> GPT::logits(int b, int t) {
 // ---- backward ----------------------------------------------------------------
 
 void GPT::zero_grads() {
-  backend_.fill_zero(grads_, weight_bytes());
+  backend_.fill_zero(grads_, grad_bytes());
   if (compute_ != dtype_) {
     backend_.fill_zero(compute_grads_, layout_.total_size() * dtype_size(compute_));
   }
@@ -424,21 +439,21 @@ void GPT::backward_from_dlogits(GradWrite mode) {
   const int Vp = config_.padded_vocab_size();
   const size_t BT = size_t(B) * T;
   const int N = int(BT);
-  const DType dt = compute_;
+  const DType dt = compute_, gt = param_grad_dt_;
   const GradWrite kWrite = GradWrite::kOverwrite, kAdd = GradWrite::kAccumulate;
   Acts& a = *acts_;
 
   // The tied embedding's gradient: the classifier's part first (it covers every
   // row), the encoder's added at the end. wpe's rows past T get no contribution,
   // so its gradient is cleared when a step's first micro-batch starts it.
-  backend_.matmul_backward(dt, a.dln, kWrite, g_.wte, nullptr, mode, a.logits, a.lnf, w_.wte, N, C,
-                           Vp);
+  backend_.matmul_backward(dt, gt, a.dln, kWrite, g_.wte, nullptr, mode, a.logits, a.lnf, w_.wte, N,
+                           C, Vp);
   if (mode == GradWrite::kOverwrite) {
-    backend_.fill_zero(g_.wpe, size_t(config_.max_seq_len) * C * dtype_size(dt));
+    backend_.fill_zero(g_.wpe, size_t(config_.max_seq_len) * C * dtype_size(gt));
   }
   // dresidual carries the gradient of the residual stream down through the layers.
   const void* last = at(a.residual3, (L - 1) * BT * C);
-  backend_.layernorm_backward(dt, a.dresidual, kWrite, g_.lnf_w, g_.lnf_b, mode, a.dln, last,
+  backend_.layernorm_backward(dt, gt, a.dresidual, kWrite, g_.lnf_w, g_.lnf_b, mode, a.dln, last,
                               w_.lnf_w, a.lnf_mean, a.lnf_rstd, N, C);
 
   for (int l = L - 1; l >= 0; --l) {
@@ -457,29 +472,29 @@ void GPT::backward_from_dlogits(GradWrite mode) {
 
     // residual3 = residual2 + fcproj: both receive dresidual unchanged, so the
     // MLP branch reads dresidual as d(fcproj) and its LayerNorm adds into it.
-    backend_.matmul_backward(dt, a.dfch_gelu, kWrite, gp.fcproj_w, gp.fcproj_b, mode, a.dresidual,
-                             fch_gelu, p.fcproj_w, N, 4 * C, C);
+    backend_.matmul_backward(dt, gt, a.dfch_gelu, kWrite, gp.fcproj_w, gp.fcproj_b, mode,
+                             a.dresidual, fch_gelu, p.fcproj_w, N, 4 * C, C);
     backend_.gelu_backward(dt, a.dfch, kWrite, fch, a.dfch_gelu, BT * 4 * C);
-    backend_.matmul_backward(dt, a.dln, kWrite, gp.fc_w, gp.fc_b, mode, a.dfch, ln2, p.fc_w, N, C,
-                             4 * C);
-    backend_.layernorm_backward(dt, a.dresidual, kAdd, gp.ln2_w, gp.ln2_b, mode, a.dln, residual2,
-                                p.ln2_w, a.ln2_mean + l * BT, a.ln2_rstd + l * BT, N, C);
+    backend_.matmul_backward(dt, gt, a.dln, kWrite, gp.fc_w, gp.fc_b, mode, a.dfch, ln2, p.fc_w, N,
+                             C, 4 * C);
+    backend_.layernorm_backward(dt, gt, a.dresidual, kAdd, gp.ln2_w, gp.ln2_b, mode, a.dln,
+                                residual2, p.ln2_w, a.ln2_mean + l * BT, a.ln2_rstd + l * BT, N, C);
     // residual2 = residual + attproj: the same pattern for the attention branch.
-    backend_.matmul_backward(dt, a.datty, kWrite, gp.attproj_w, gp.attproj_b, mode, a.dresidual,
+    backend_.matmul_backward(dt, gt, a.datty, kWrite, gp.attproj_w, gp.attproj_b, mode, a.dresidual,
                              atty, p.attproj_w, N, C, C);
     backend_.attention_backward(dt, a.dqkv, kWrite, a.datty, qkv, atty, state, a.att_scratch, B, T,
                                 C, NH);
-    backend_.matmul_backward(dt, a.dln, kWrite, gp.qkv_w, gp.qkv_b, mode, a.dqkv, ln1, p.qkv_w, N,
-                             C, 3 * C);
-    backend_.layernorm_backward(dt, a.dresidual, kAdd, gp.ln1_w, gp.ln1_b, mode, a.dln, residual,
-                                p.ln1_w, a.ln1_mean + l * BT, a.ln1_rstd + l * BT, N, C);
+    backend_.matmul_backward(dt, gt, a.dln, kWrite, gp.qkv_w, gp.qkv_b, mode, a.dqkv, ln1, p.qkv_w,
+                             N, C, 3 * C);
+    backend_.layernorm_backward(dt, gt, a.dresidual, kAdd, gp.ln1_w, gp.ln1_b, mode, a.dln,
+                                residual, p.ln1_w, a.ln1_mean + l * BT, a.ln1_rstd + l * BT, N, C);
   }
-  backend_.encoder_backward(dt, g_.wte, g_.wpe, a.dresidual, a.inputs, host_inputs_.data(), B, T,
-                            C);
+  backend_.encoder_backward(dt, gt, g_.wte, g_.wpe, a.dresidual, a.inputs, host_inputs_.data(), B,
+                            T, C);
   if (compute_ != dtype_) {
     // O1: the compute gradients (accumulated over this step's micro-batches so
     // far) widened into the gradients the optimizer sees.
-    backend_.convert(dtype_, grads_, compute_, compute_grads_, layout_.total_size());
+    backend_.convert(grads_dtype_, grads_, compute_, compute_grads_, layout_.total_size());
   }
 }
 

@@ -42,18 +42,25 @@ class GPT {
   // (accumulating over micro-batches) and widens them into the gradient buffer.
   // Both copies are allocated as scratch (they are the "transient" bytes).
   GPT(Backend& backend, const GPTConfig& config, DType dtype, DType compute);
+  // grads: the gradient buffer's dtype, dtype or f32 (AdamWRule::grads). f32
+  // gradients of bf16 weights (computed in bf16) are written by the backward
+  // ops unrounded; they do not combine with compute != dtype (whose f32
+  // weights have f32 gradients already). Throws std::invalid_argument otherwise.
+  GPT(Backend& backend, const GPTConfig& config, DType dtype, DType compute, DType grads);
   ~GPT();
   GPT(const GPT&) = delete;
   GPT& operator=(const GPT&) = delete;
 
   const GPTConfig& config() const { return config_; }
   const ParamLayout& layout() const { return layout_; }
-  DType dtype() const { return dtype_; }  // the weights and gradients the optimizer sees
+  DType dtype() const { return dtype_; }             // the weights the optimizer sees
+  DType grad_dtype() const { return grads_dtype_; }  // the gradients it sees
   DType compute_dtype() const { return compute_; }
   Backend& backend() { return backend_; }
   void* weights() { return weights_; }
   void* grads() { return grads_; }
   size_t weight_bytes() const { return layout_.total_size() * dtype_size(dtype_); }
+  size_t grad_bytes() const { return layout_.total_size() * dtype_size(grads_dtype_); }
 
   // GPT-2 initialisation, deterministic from the seed: N(0, 0.02) for embeddings
   // and matrices, 0.02/sqrt(2L) for the residual projections, zero biases, unit
@@ -114,7 +121,8 @@ class GPT {
   Backend& backend_;
   GPTConfig config_;
   ParamLayout layout_;
-  DType dtype_, compute_;
+  DType dtype_, compute_, grads_dtype_;
+  DType param_grad_dt_;  // what the backward ops store: compute_ when casting, else grads_dtype_
   void* weights_ = nullptr;
   void* grads_ = nullptr;
   // The compute-typed copies when compute_ != dtype_; else weights_ and grads_.

@@ -75,7 +75,7 @@ AdamWTelemetry* DataParallel::telemetry_slot() { return telemetry(rank()); }
 void DataParallel::reduce_gradients() {
   if (world() == 1) return;  // one contribution: the sum is the identity
   ScopedPhase phase(timers_, kCommPhase);
-  const DType dt = model_.dtype();
+  const DType dt = model_.grad_dtype();
   const size_t es = dtype_size(dt);
   char* g = static_cast<char*>(model_.grads());
   if (!zero_) {
@@ -90,7 +90,7 @@ void DataParallel::reduce_gradients() {
 }
 
 const GradClip* DataParallel::exchange(int stop_signal, float max_norm) {
-  const DType dt = model_.dtype();
+  const DType dt = model_.grad_dtype();
   const size_t begin = plan_.begin(rank()), end = plan_.end(rank());
   double* mine = own_record();
   backend_.sum_squares(dt, static_cast<char*>(model_.grads()) + begin * dtype_size(dt), end - begin,

@@ -34,6 +34,9 @@ Optimizer::Optimizer(GPT& model, const PrecisionStrategy& strategy, uint64_t see
   if (strategy_.weights() != model.dtype()) {
     throw std::invalid_argument("optimizer: strategy weight dtype differs from the model's");
   }
+  if (strategy_.grads() != model.grad_dtype()) {
+    throw std::invalid_argument("optimizer: strategy gradient dtype differs from the model's");
+  }
   if (begin_ >= end_ || begin_ % kParamAlign != 0) {
     throw std::invalid_argument("optimizer: shard must be non-empty and start at a multiple of " +
                                 std::to_string(kParamAlign));

@@ -96,7 +96,7 @@ void ShadowProbe::update(GPT& model, uint64_t step, float lr, const AdamWSetting
                          float clip_scale) {
   // The probe rounds nothing, so the SR seed is irrelevant here.
   const AdamWHyper h = make_adamw_hyper(step, lr, s, clip_scale, /*seed=*/0);
-  const std::vector<float> g = read(model.grads(), dtype_size(model.dtype()), false);
+  const std::vector<float> g = read(model.grads(), dtype_size(model.grad_dtype()), false);
   for (size_t j = 0; j < index_.size(); ++j) {
     const AdamWMath a = adamw_math(g[j], m_[j], v_[j], w_[j], decay_[j], h);
     m_[j] = a.m;

@@ -325,7 +325,8 @@ void Trainer::State::set_up() {
   check_model_memory();
   {
     Activity allocating(activity_, "allocating the model and optimizer");
-    model_ = std::make_unique<GPT>(*backend_, mc, c_.strategy.weights(), c_.strategy.compute);
+    model_ = std::make_unique<GPT>(*backend_, mc, c_.strategy.weights(), c_.strategy.compute,
+                                   c_.strategy.grads());
     model_->set_timers(&timers_);
     if (c_.sync_phases) timers_.set_sync([this] { backend_->synchronize(); });
     model_->init_weights(c_.seed);

@@ -62,7 +62,7 @@ inline Batch batch(int step, int k) {
 }
 
 inline std::vector<uint8_t> grad_bits(GPT& m) {
-  std::vector<uint8_t> out(m.weight_bytes());
+  std::vector<uint8_t> out(m.grad_bytes());
   m.backend().copy_to_host(out.data(), m.grads(), out.size());
   return out;
 }
@@ -82,16 +82,21 @@ inline std::vector<float> as_values(const std::vector<uint8_t>& bytes, DType dt)
 // Poisons every gradient tensor (the alignment padding between tensors belongs
 // to none, keeps its zeros, and no op writes it).
 inline void poison_grads(GPT& m) {
-  const size_t es = dtype_size(m.dtype());
+  const size_t es = dtype_size(m.grad_dtype());
   for (const ParamTensor& t : m.layout().tensors()) {
     const std::vector<uint8_t> ff(t.count * es, kPoisonByte);
     m.backend().copy_to_device(static_cast<char*>(m.grads()) + t.offset * es, ff.data(), ff.size());
   }
 }
 
+// The strategy's model: its weights, compute and gradient dtypes.
+inline GPT model_of(Backend& b, const PrecisionStrategy& st) {
+  return GPT(b, tiny_config(), st.weights(), st.compute, st.grads());
+}
+
 TEST_P(BackendModel, FusedMicroBatchEqualsForwardThenBackward) {
-  const DType dt = strategy().weights();
-  GPT fused(be(), tiny_config(), dt), plain(be(), tiny_config(), dt);
+  const DType dt = strategy().grads();
+  GPT fused = model_of(be(), strategy()), plain = model_of(be(), strategy());
   fused.init_weights(5);
   plain.init_weights(5);
   // kOverwrite must ignore what the gradients held.
@@ -119,8 +124,8 @@ TEST_P(BackendModel, FusedMicroBatchEqualsForwardThenBackward) {
 }
 
 TEST_P(BackendModel, OverwriteEqualsZeroGradsThenAccumulate) {
-  const DType dt = strategy().weights();
-  GPT over(be(), tiny_config(), dt), acc(be(), tiny_config(), dt);
+  const DType dt = strategy().grads();
+  GPT over = model_of(be(), strategy()), acc = model_of(be(), strategy());
   over.init_weights(5);
   acc.init_weights(5);
   poison_grads(over);
@@ -148,9 +153,8 @@ struct TrainTrace {
 // step 3 with clipping off (max_norm 0). The step record is filled by hand as
 // the trainer fills it: signal 0, the gradients' sum of squares, the losses.
 inline TrainTrace train_three_steps(Backend& b, const PrecisionStrategy& st) {
-  const GPTConfig cfg = tiny_config();
-  const DType dt = st.weights();
-  GPT model(b, cfg, dt);
+  const DType gt = st.grads();
+  GPT model = model_of(b, st);
   model.init_weights(5);
   Optimizer opt(model, st, /*seed=*/17);
   AdamWSettings settings;
@@ -170,9 +174,9 @@ inline TrainTrace train_three_steps(Backend& b, const PrecisionStrategy& st) {
                              k == 0 ? GradWrite::kOverwrite : GradWrite::kAccumulate,
                              rec + StepRecord::kLoss0 + k);
     }
-    b.sum_squares(dt, model.grads(), model.layout().total_size(), rec + StepRecord::kSumSq);
+    b.sum_squares(gt, model.grads(), model.layout().total_size(), rec + StepRecord::kSumSq);
     b.grad_clip(rec, 1, kAccum, max_norm[s - 1], clip.as<GradClip>());
-    if (s == 1) tr.grads = as_values(grad_bits(model), dt);
+    if (s == 1) tr.grads = as_values(grad_bits(model), gt);
     opt.step(uint64_t(s), kModelLr, settings, s == 2 ? nullptr : clip.as<GradClip>(), nullptr);
     tr.records.push_back(download<double>(record));
     tr.clips.push_back(download<GradClip>(clip)[0]);

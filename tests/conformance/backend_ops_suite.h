@@ -42,6 +42,7 @@
 #include "kernels/common/step_record.h"
 #include "lib/backend/backend.h"
 #include "tests/adamw_element_reference.h"
+#include "tests/conformance/backend_grad_dtype_suite.h"
 #include "tests/conformance/backend_model_suite.h"
 #include "tests/conformance/compare.h"
 #include "tests/conformance/device_array.h"
@@ -1290,7 +1291,7 @@ struct AdamWHostArrays {
   void new_grads(uint64_t seed) {
     std::mt19937_64 rng(seed);
     std::normal_distribution<float> normal(0.0f, 1e-2f);
-    for (size_t i = 0; i < n; ++i) store(a[1], rule.weights, i, i % 11 == 0 ? 0.0f : normal(rng));
+    for (size_t i = 0; i < n; ++i) store(a[1], rule.grads, i, i % 11 == 0 ? 0.0f : normal(rng));
   }
   AdamWBuffers buffers() {
     auto p = [](std::vector<uint8_t>& v) -> void* { return v.empty() ? nullptr : v.data(); };
@@ -1448,12 +1449,21 @@ TEST_P(BackendAdamW, ClipNotOkChangesNothing) {
 
 }  // namespace ops_suite
 
-// The AdamW rules the suite steps: every weight mode, and SR moments.
-inline const std::vector<std::string> kAdamWSpecs = {
-    "fp32", "mixed", "bf16", "bf16-sr", "bf16-kahan", "bf16-rem16", "bf16-sr:mround=sr,vround=sr"};
+// The AdamW rules the suite steps: every weight mode, SR moments, and fp32
+// gradients of bf16 weights.
+inline const std::vector<std::string> kAdamWSpecs = {"fp32",
+                                                     "mixed",
+                                                     "bf16",
+                                                     "bf16-sr",
+                                                     "bf16-kahan",
+                                                     "bf16-rem16",
+                                                     "bf16-sr:mround=sr,vround=sr",
+                                                     "bf16-sr:g=f32",
+                                                     "mixed:g=f32"};
 // The strategies the whole model trains with: fp32, bf16 with SR, bf16 weights
-// over an fp32 master.
-inline const std::vector<std::string> kModelStrategies = {"fp32", "bf16-sr", "mixed"};
+// over an fp32 master, and bf16 with SR and fp32 gradients.
+inline const std::vector<std::string> kModelStrategies = {"fp32", "bf16-sr", "mixed",
+                                                          "bf16-sr:g=f32"};
 
 }  // namespace srkit::conformance
 

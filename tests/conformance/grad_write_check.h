@@ -20,12 +20,16 @@
 namespace srkit::conformance {
 
 // One gradient output: its name, its element count, which of the op's GradWrite
-// arguments sets its mode, and the old values it holds when accumulating.
+// arguments sets its mode, the old values it holds when accumulating, and
+// whether it is stored in fp32 whatever the op's dtype (fp32 parameter
+// gradients of bf16 activations).
 struct GradOutput {
   std::string name;
   size_t n;
   int mode_arg;
   std::vector<float> old;
+  bool f32 = false;
+  DType storage(DType op_dt) const { return f32 ? DType::kF32 : op_dt; }
 };
 
 struct GradWriteRuns {
@@ -60,9 +64,9 @@ inline GradWriteRuns run_grad_write_modes(Backend& backend, DType dt,
     for (const GradOutput& o : outs) {
       if (modes[o.mode_arg] == GradWrite::kAccumulate) {
         EXPECT_EQ(o.old.size(), o.n) << o.name;
-        t.push_back(Tensor::of(backend, dt, o.old));
+        t.push_back(Tensor::of(backend, o.storage(dt), o.old));
       } else {
-        t.push_back(Tensor::poisoned(backend, dt, o.n));
+        t.push_back(Tensor::poisoned(backend, o.storage(dt), o.n));
       }
     }
     call(modes, t);
@@ -77,10 +81,10 @@ inline GradWriteRuns run_grad_write_modes(Backend& backend, DType dt,
         continue;
       }
       if (modes[o.mode_arg] == GradWrite::kAccumulate) {
-        EXPECT_TRUE(accumulates(dt, v, r.overwritten[k], o.old))
+        EXPECT_TRUE(accumulates(o.storage(dt), v, r.overwritten[k], o.old))
             << o.name << ": kAccumulate must add to the old values";
       } else {
-        EXPECT_TRUE(same_bits(bits, r.overwritten_bits[k], dtype_size(dt)))
+        EXPECT_TRUE(same_bits(bits, r.overwritten_bits[k], dtype_size(o.storage(dt))))
             << o.name << ": kOverwrite must store what it stores in every mode combination";
       }
       if (c == combos - 1) {

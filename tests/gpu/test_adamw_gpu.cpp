@@ -35,6 +35,8 @@ const std::vector<std::string> kSpecs = {
     "fp32:m=bf16,v=bf16,mround=sr,vround=sr",
     "mixed:m=bf16,v=bf16,vround=sr",
     "bf16-rem16:m=bf16,mround=sr",
+    "bf16-sr:g=f32",
+    "mixed:g=f32",
 };
 
 // The six arrays of a rule as raw host bytes, filled with GPT-like values.
@@ -57,8 +59,7 @@ struct HostArrays {
     };
     fill(arrays[0], b.weights, r.weights,
          [&](size_t i) { return (i % 5 == 0 ? 1.0f : 0.0f) + 0.05f * normal(rng); });
-    fill(arrays[1], b.grads, r.weights,
-         [&](size_t i) { return i % 11 ? 1e-2f * normal(rng) : 0.f; });
+    fill(arrays[1], b.grads, r.grads, [&](size_t i) { return i % 11 ? 1e-2f * normal(rng) : 0.f; });
     fill(arrays[3], b.m, r.m, [&](size_t) { return 1e-3f * normal(rng); });
     fill(arrays[4], b.v, r.v, [&](size_t) {
       const float s = 1e-2f * normal(rng);

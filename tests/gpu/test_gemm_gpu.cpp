@@ -243,7 +243,7 @@ TEST_F(GemmGpu, BackwardIsDeterministicAndSumsTheBiasOverRowChunks) {
       for (GradWrite mode : {GradWrite::kOverwrite, GradWrite::kAccumulate}) {
         Buf dinp(dt, values(size_t(N) * C, 11)), dweight(dt, values(size_t(OC) * C, 12)),
             dbias(dt, old_db);
-        gemm_->matmul_backward(dt, dinp.get(), mode, dweight.get(), dbias.get(), mode, dg.get(),
+        gemm_->matmul_backward(dt, dt, dinp.get(), mode, dweight.get(), dbias.get(), mode, dg.get(),
                                dx.get(), dw.get(), N, C, OC, scratch);
         runs[run].push_back(dinp.values());
         runs[run].push_back(dweight.values());
