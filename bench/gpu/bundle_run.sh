@@ -129,7 +129,7 @@ row "kernel benchmark" "rc $?, $(grep -c '"name"' "$kernels_json" 2>/dev/null ||
 # ---- 5. training benchmark and the memory model ----------------------------------
 train_md="$out/train.md"
 train_json="$out/train.json"
-strategies="fp32,amp,mixed,bf16,bf16-sr,bf16-kahan"
+strategies="fp32,amp,mixed,bf16,bf16-sr,bf16-kahan,bf16-sr:g=f32"
 timeout 240 "$here/bin/sr-bench" train --device cuda --models gpt2-124m,gpt2-350m \
   --strategies "$strategies" --batches 16 --seq-len 1024 --warmup 2 --steps 4 --phases \
   --json "$train_json" >"$train_md" 2>&1
