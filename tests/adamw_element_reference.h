@@ -9,12 +9,35 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "kernels/common/adamw.h"
 #include "kernels/common/sr_bits.h"
 
 namespace srkit::testing {
+
+// The AdamW rules every step test runs (CPU kernel, CUDA kernel, backend
+// conformance): every weight mode and moment mode at least once, SR moments,
+// fp32 moments with bf16 weights and the reverse, and fp32 gradients of bf16
+// weights.
+inline const std::vector<std::string> kAdamWRuleSpecs = {
+    "fp32",
+    "mixed",
+    "bf16",
+    "bf16-sr",
+    "bf16-kahan",
+    "bf16-rem16",
+    "bf16-sr:mround=sr,vround=sr",
+    "bf16:m=f32",
+    "fp32:m=bf16,v=bf16,mround=sr,vround=sr",
+    "mixed:m=bf16,v=bf16,vround=sr",
+    "bf16-rem16:m=bf16,mround=sr",
+    "bf16-kahan:v=f32",
+    "bf16-sr:g=f32",
+    "mixed:g=f32",
+    "bf16-rem16:g=f32,m=bf16",
+};
 
 // Whether flat element i lies in a decaying segment.
 inline bool decays(const std::vector<ParamSegment>& segs, size_t i) {

@@ -27,24 +27,7 @@ using srkit::testing::AdamWElementByElement;
 using srkit::testing::decays;
 using srkit::testing::expect_telemetry_eq;
 
-// Every weight mode and moment mode at least once.
-const std::vector<std::string> kSpecs = {
-    "fp32",
-    "mixed",
-    "bf16",
-    "bf16-sr",
-    "bf16-kahan",
-    "bf16-rem16",
-    "bf16-sr:mround=sr,vround=sr",
-    "bf16:m=f32",
-    "fp32:m=bf16,v=bf16,mround=sr,vround=sr",
-    "mixed:m=bf16,v=bf16,vround=sr",
-    "bf16-rem16:m=bf16,mround=sr",
-    "bf16-kahan:v=f32",
-    "bf16-sr:g=f32",
-    "mixed:g=f32",
-    "bf16-rem16:g=f32,m=bf16",
-};
+const std::vector<std::string>& kSpecs = srkit::testing::kAdamWRuleSpecs;
 
 float load(const std::vector<uint8_t>& buf, DType t, size_t i) {
   if (t == DType::kF32) {

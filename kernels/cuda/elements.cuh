@@ -20,6 +20,7 @@
 
 #include "kernels/common/bf16.h"
 #include "kernels/common/dtype.h"
+#include "kernels/common/dtype_dispatch.h"
 #include "kernels/cuda/compat.cuh"
 
 namespace srkit::cuda {
@@ -141,30 +142,6 @@ __device__ __forceinline__ void store_chunk(T* p, int n, const float (&x)[kChunk
 
 // ---- host helpers --------------------------------------------------------------
 inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
-
-// f(T{}) with T = float or bf16, the storage type dt names.
-template <typename F>
-void with_dtype(DType dt, F&& f) {
-  if (dt == DType::kF32) {
-    f(float{});
-  } else {
-    f(bf16{});
-  }
-}
-
-// f(T{}, G{}) with the activation type dt and the parameter-gradient type
-// grad_dt names: float/float, bf16/bf16 or bf16/float (the backend checks
-// the pair, check_grad_dtype in lib/backend/backend.h).
-template <typename F>
-void with_grad_dtypes(DType dt, DType grad_dt, F&& f) {
-  if (dt == DType::kF32) {
-    f(float{}, float{});
-  } else if (grad_dt == DType::kF32) {
-    f(bf16{}, float{});
-  } else {
-    f(bf16{}, bf16{});
-  }
-}
 
 // Throws std::invalid_argument "<op>: bad shape A=.. B=.. (expected ...)" unless ok.
 inline void check_shape(bool ok, const char* op, const std::string& shape, const char* expected) {

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "kernels/common/dtype_dispatch.h"
 #include "kernels/cpu/adamw.h"
 #include "kernels/cpu/cast.h"
 #include "kernels/cpu/ops.h"
@@ -18,28 +19,11 @@ extern "C" void openblas_set_num_threads(int);
 namespace srkit {
 namespace {
 
-// Calls f with a value of the storage type named by dt (float or bf16).
-template <typename F>
-void dispatch(DType dt, F&& f) {
-  if (dt == DType::kF32) {
-    f(float{});
-  } else {
-    f(bf16{});
-  }
-}
-
-// Calls f with values of the activation and parameter-gradient storage types
-// (float/float, bf16/bf16 or bf16/float; check_grad_dtype).
+// The parameter-gradient pair checked, then f(T{}, G{}) (with_grad_dtypes).
 template <typename F>
 void dispatch_grads(const char* op, DType dt, DType grad_dt, F&& f) {
   check_grad_dtype(op, dt, grad_dt);
-  if (dt == DType::kF32) {
-    f(float{}, float{});
-  } else if (grad_dt == DType::kF32) {
-    f(bf16{}, float{});
-  } else {
-    f(bf16{}, bf16{});
-  }
+  with_grad_dtypes(dt, grad_dt, f);
 }
 
 template <typename T>
@@ -93,7 +77,7 @@ class CpuBackend final : public Backend {
 
   void encoder_forward(DType dt, void* out, const int32_t* tokens, const void* wte, const void* wpe,
                        int B, int T, int C) override {
-    dispatch(dt, [&](auto tag) {
+    with_dtype(dt, [&](auto tag) {
       using S = decltype(tag);
       cpu::encoder_forward<S>(as<S>(out), tokens, as<S>(wte), as<S>(wpe), B, T, C);
     });
@@ -109,7 +93,7 @@ class CpuBackend final : public Backend {
   }
   void layernorm_forward(DType dt, void* out, float* mean, float* rstd, const void* inp,
                          const void* weight, const void* bias, int N, int C) override {
-    dispatch(dt, [&](auto tag) {
+    with_dtype(dt, [&](auto tag) {
       using S = decltype(tag);
       cpu::layernorm_forward<S>(as<S>(out), mean, rstd, as<S>(inp), as<S>(weight), as<S>(bias), N,
                                 C);
@@ -130,7 +114,7 @@ class CpuBackend final : public Backend {
   void matmul_forward(DType dt, void* out, const void* inp, const void* weight, const void* bias,
                       int N, int C, int OC) override {
     with_workspace([&](cpu::Workspace& ws) {
-      dispatch(dt, [&](auto tag) {
+      with_dtype(dt, [&](auto tag) {
         using S = decltype(tag);
         cpu::matmul_forward<S>(as<S>(out), as<S>(inp), as<S>(weight), as<S>(bias), N, C, OC, ws);
       });
@@ -151,7 +135,7 @@ class CpuBackend final : public Backend {
   }
   void attention_forward(DType dt, void* out, void* state, void* /*scratch: none*/, const void* inp,
                          int B, int T, int C, int NH) override {
-    dispatch(dt, [&](auto tag) {
+    with_dtype(dt, [&](auto tag) {
       using S = decltype(tag);
       cpu::attention_forward<S>(as<S>(out), as<S>(state), as<S>(inp), B, T, C, NH);
     });
@@ -159,41 +143,41 @@ class CpuBackend final : public Backend {
   void attention_backward(DType dt, void* dinp, GradWrite dinp_mode, const void* dout,
                           const void* inp, const void* /*out*/, const void* state,
                           void* /*scratch*/, int B, int T, int C, int NH) override {
-    dispatch(dt, [&](auto tag) {
+    with_dtype(dt, [&](auto tag) {
       using S = decltype(tag);
       cpu::attention_backward<S>(as<S>(dinp), dinp_mode, as<S>(dout), as<S>(inp), as<S>(state), B,
                                  T, C, NH);
     });
   }
   void gelu_forward(DType dt, void* out, const void* inp, size_t n) override {
-    dispatch(dt, [&](auto tag) {
+    with_dtype(dt, [&](auto tag) {
       using S = decltype(tag);
       cpu::gelu_forward<S>(as<S>(out), as<S>(inp), n);
     });
   }
   void gelu_backward(DType dt, void* dinp, GradWrite dinp_mode, const void* inp, const void* dout,
                      size_t n) override {
-    dispatch(dt, [&](auto tag) {
+    with_dtype(dt, [&](auto tag) {
       using S = decltype(tag);
       cpu::gelu_backward<S>(as<S>(dinp), dinp_mode, as<S>(inp), as<S>(dout), n);
     });
   }
   void residual_forward(DType dt, void* out, const void* a, const void* b, size_t n) override {
-    dispatch(dt, [&](auto tag) {
+    with_dtype(dt, [&](auto tag) {
       using S = decltype(tag);
       cpu::residual_forward<S>(as<S>(out), as<S>(a), as<S>(b), n);
     });
   }
   void crossentropy_forward(DType dt, float* losses, const void* logits, const int32_t* targets,
                             int N, int V, int Vp) override {
-    dispatch(dt, [&](auto tag) {
+    with_dtype(dt, [&](auto tag) {
       using S = decltype(tag);
       cpu::crossentropy_forward<S>(losses, as<S>(logits), targets, N, V, Vp);
     });
   }
   void crossentropy_backward(DType dt, void* dlogits, const void* logits, const int32_t* targets,
                              float dloss, int N, int V, int Vp) override {
-    dispatch(dt, [&](auto tag) {
+    with_dtype(dt, [&](auto tag) {
       using S = decltype(tag);
       cpu::crossentropy_backward<S>(as<S>(dlogits), as<S>(logits), targets, dloss, N, V, Vp);
     });
@@ -206,7 +190,7 @@ class CpuBackend final : public Backend {
     *out = count > 0 ? sum / count : 0.0;
   }
   void sum_squares(DType dt, const void* x, size_t n, double* out) override {
-    dispatch(dt, [&](auto tag) {
+    with_dtype(dt, [&](auto tag) {
       using S = decltype(tag);
       *out = cpu::sum_squares<S>(as<S>(x), n);
     });

@@ -1449,17 +1449,8 @@ TEST_P(BackendAdamW, ClipNotOkChangesNothing) {
 
 }  // namespace ops_suite
 
-// The AdamW rules the suite steps: every weight mode, SR moments, and fp32
-// gradients of bf16 weights.
-inline const std::vector<std::string> kAdamWSpecs = {"fp32",
-                                                     "mixed",
-                                                     "bf16",
-                                                     "bf16-sr",
-                                                     "bf16-kahan",
-                                                     "bf16-rem16",
-                                                     "bf16-sr:mround=sr,vround=sr",
-                                                     "bf16-sr:g=f32",
-                                                     "mixed:g=f32"};
+// The AdamW rules the suite steps (tests/adamw_element_reference.h).
+inline const std::vector<std::string>& kAdamWSpecs = srkit::testing::kAdamWRuleSpecs;
 // The strategies the whole model trains with: fp32, bf16 with SR, bf16 weights
 // over an fp32 master, and bf16 with SR and fp32 gradients.
 inline const std::vector<std::string> kModelStrategies = {"fp32", "bf16-sr", "mixed",

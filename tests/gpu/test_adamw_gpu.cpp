@@ -18,26 +18,13 @@
 #include "kernels/cuda/adamw.h"
 #include "kernels/cuda/device.h"
 #include "lib/precision.h"
+#include "tests/adamw_element_reference.h"
 
 namespace {
 
 using namespace srkit;
 
-// The six presets plus the SR moment paths and every weight mode with bf16 moments.
-const std::vector<std::string> kSpecs = {
-    "fp32",
-    "mixed",
-    "bf16",
-    "bf16-sr",
-    "bf16-kahan",
-    "bf16-rem16",
-    "bf16-sr:mround=sr,vround=sr",
-    "fp32:m=bf16,v=bf16,mround=sr,vround=sr",
-    "mixed:m=bf16,v=bf16,vround=sr",
-    "bf16-rem16:m=bf16,mround=sr",
-    "bf16-sr:g=f32",
-    "mixed:g=f32",
-};
+const std::vector<std::string>& kSpecs = srkit::testing::kAdamWRuleSpecs;
 
 // The six arrays of a rule as raw host bytes, filled with GPT-like values.
 struct HostArrays {
