@@ -57,25 +57,24 @@ std::vector<Ablation> ablations_of(const std::string& preset) {
   if (std::find(presets.begin(), presets.end(), preset) == presets.end()) {
     throw std::invalid_argument("--ablate: \"" + preset + "\" is not a preset name");
   }
+  // g=f32 would be a no-op where the preset's gradients are fp32 already.
+  const bool f32_grads = strategy_from_string(preset).grads() == DType::kF32;
   std::vector<Ablation> out = {
       {preset + ":mround=sr,vround=sr", "SR on the moments m and v", ""},
       {preset + ":v=f32", "second moment v in fp32", ""},
-      {preset + ":g=f32", "gradients in fp32", ""},
+      {f32_grads ? "" : preset + ":g=f32", "gradients in fp32",
+       f32_grads ? "the preset's gradients are fp32 already" : ""},
       {"bf16-kahan", "Kahan-compensated round-to-nearest instead of SR", ""},
       {"mixed:m=bf16,v=bf16", "mixed precision (fp32 master) with bf16 moments", ""},
   };
   for (Ablation& a : out) {
+    if (a.spec.empty()) continue;
     try {
       strategy_from_string(a.spec);
     } catch (const std::invalid_argument& e) {
       a.why = e.what();
       a.spec.clear();
     }
-  }
-  // g=f32 is a no-op where the preset's gradients are fp32 already.
-  if (strategy_from_string(preset).grads() == DType::kF32) {
-    out[2].why = "the preset's gradients are fp32 already";
-    out[2].spec.clear();
   }
   return out;
 }
