@@ -40,12 +40,8 @@ inline std::vector<float> bf16_inputs(size_t n, uint64_t seed) {
   return bf16_representable(random_vec(n, seed));
 }
 
-inline std::vector<float> rounded_to_bf16(const std::vector<float>& v) {
-  return bf16_representable(v);
-}
-
-// Parameter outputs `params` of runs with fp32 (f32) and bf16 (b16) parameter
-// gradients, and the activation outputs before them, checked as the header says.
+// Runs with fp32 (f32) and bf16 (b16) parameter gradients, checked as the header
+// says: outputs before first_param are activation gradients, the rest parameter ones.
 inline void expect_f32_params_round_to_bf16_ones(const std::string& device,
                                                  const GradWriteRuns& f32, const GradWriteRuns& b16,
                                                  size_t first_param) {
@@ -54,7 +50,7 @@ inline void expect_f32_params_round_to_bf16_ones(const std::string& device,
         << "activation output " << k << " depends on the parameter gradients' dtype";
   }
   for (size_t k = first_param; k < f32.overwritten.size(); ++k) {
-    const std::vector<float> rounded = rounded_to_bf16(f32.overwritten[k]);
+    const std::vector<float> rounded = bf16_representable(f32.overwritten[k]);
     if (device == "cpu") {
       EXPECT_TRUE(same_values(rounded, b16.overwritten[k]))
           << "parameter output " << k << ": RN(fp32 gradient) != bf16 gradient";
@@ -180,8 +176,8 @@ TEST_P(BackendOps, EncoderBackwardStoresFp32ParameterGradientsOfBf16Activations)
   EXPECT_TRUE(all_within(f32.dwpe, want_pe, tol)) << "dwpe";
   // The same fp32 sums, then one rounding or none: bit for bit on every device
   // (the embedding backward has one summation order, CPU and CUDA alike).
-  EXPECT_TRUE(same_values(rounded_to_bf16(f32.dwte), b16.dwte)) << "RN(fp32 dwte) vs bf16 dwte";
-  EXPECT_TRUE(same_values(rounded_to_bf16(f32.dwpe), b16.dwpe)) << "RN(fp32 dwpe) vs bf16 dwpe";
+  EXPECT_TRUE(same_values(bf16_representable(f32.dwte), b16.dwte)) << "RN(fp32 dwte) vs bf16 dwte";
+  EXPECT_TRUE(same_values(bf16_representable(f32.dwpe), b16.dwpe)) << "RN(fp32 dwpe) vs bf16 dwpe";
   if (Backend* cpu = cpu_reference()) {
     const Out c = run(*cpu, DType::kF32);
     EXPECT_TRUE(same_bits(f32.dwte_bits, c.dwte_bits, 4)) << "dwte vs CPU";
