@@ -80,18 +80,20 @@ SRKIT_HD bf16 float_to_bf16_sr(float f, uint32_t r) {
 // Round toward zero (truncation): the biased reference the audits compare with.
 SRKIT_HD bf16 float_to_bf16_rz(float f) {
   const uint32_t u = float_as_bits(f);
-  if (float_bits_is_nan(u)) return bf16_quiet_nan_from_bits(u);
-  return bf16{uint16_t(u >> 16)};
+  return bf16{uint16_t(float_bits_is_nan(u) ? ((u >> 16) | 0x0040u) : (u >> 16))};
 }
 
 // Distance between the two bf16 neighbours that bracket finite x (one bf16 ulp
 // at x's magnitude); for subnormals this is 2^-133.
+// Selects, not branches, so that loops over it vectorize (sr-audit cast).
 SRKIT_HD float bf16_ulp(float x) {
   const uint32_t u = float_as_bits(x) & 0x7f800000u;  // exponent only
-  if (u == 0) return bits_as_float(1u << 16);         // subnormal spacing
-  // 2^(e-7): the exponent field minus 7 (bf16 keeps 7 explicit mantissa bits).
-  if (u <= (7u << 23)) return bits_as_float(1u << (16 + (u >> 23) - 1));
-  return bits_as_float(u - (7u << 23));
+  // 2^(e-7): the exponent field minus 7 (bf16 keeps 7 explicit mantissa bits);
+  // a float subnormal 2^(e-7) for the lowest 7 binades (e - 7 < -126), and the
+  // subnormal spacing 2^-133 for subnormal x (field 0, treated as field 1).
+  const uint32_t field = u ? u >> 23 : 1u;
+  const uint32_t bits = field <= 7u ? 1u << (16 + field - 1) : u - (7u << 23);
+  return bits_as_float(bits);
 }
 
 }  // namespace srkit

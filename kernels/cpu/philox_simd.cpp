@@ -98,8 +98,8 @@ SRKIT_AVX512_WARNINGS_BEGIN
 SRKIT_TARGET_AVX512 inline void mulhilo16(__m512i a, __m512i m, __m512i& hi, __m512i& lo) {
   const __m512i even = _mm512_mul_epu32(a, m);
   const __m512i odd = _mm512_mul_epu32(_mm512_srli_epi64(a, 32), m);
-  lo = _mm512_mask_blend_epi32(__mmask16(0xAAAA), even, _mm512_slli_epi64(odd, 32));
-  hi = _mm512_mask_blend_epi32(__mmask16(0xAAAA), _mm512_srli_epi64(even, 32), odd);
+  lo = _mm512_mullo_epi32(a, m);
+  hi = _mm512_mask_shuffle_epi32(odd, __mmask16(0x5555), even, _MM_PERM_DDBB);
 }
 
 SRKIT_TARGET_AVX512 void sr_bits_batch_avx512(const SrStream& s, uint64_t group0, uint16_t* bits) {

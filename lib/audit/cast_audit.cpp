@@ -32,10 +32,47 @@ static_assert(kBatch == cpu::kSrBitsBatch && kChunk % kBatch == 0);
 struct BatchScratch {
   RoundingStats::InputBatch in;
   alignas(64) float x[kBatch];
+  alignas(64) float ulp[kBatch], low[kBatch];  // bracket of each (in-range) input
   alignas(64) float q[kModeCount][kBatch];
   alignas(64) uint8_t up[kModeCount][kBatch];
   alignas(64) uint16_t r[kBatch];
 };
+
+// Every mode's rounding of inputs 0 .. count - 1, their brackets and the
+// statistics' per-input quantities. Two branch-free loops, so that both
+// vectorize: the format's integer arithmetic in fp32 lanes, then the
+// fractions in double lanes. An out-of-range input is rounded as 0 and its
+// results replaced by NaN, which add_batch counts as out of range.
+template <FpFormat F>
+void round_batch(BatchScratch& b, size_t count) {
+  const float max = fp_format_max(F);
+  static_assert(kModes[0] == RoundMode::kRN && kModes[1] == RoundMode::kSR &&
+                kModes[2] == RoundMode::kRZ);
+#pragma omp simd
+  for (size_t i = 0; i < count; ++i) {
+    // Masks, not branches: all ones for an input in range.
+    const uint32_t keep = 0u - uint32_t(std::fabs(b.x[i]) <= max);
+    const uint32_t nan_unless_kept = 0x7fc00000u & ~keep;
+    const float x = bits_as_float(float_as_bits(b.x[i]) & keep);
+    const float rn = fp_round(F, RoundMode::kRN, x, 0);
+    const float sr = fp_round(F, RoundMode::kSR, x, b.r[i]);
+    const float rz = fp_round(F, RoundMode::kRZ, x, 0);
+    const float low = std::fabs(rz);  // the neighbour toward zero
+    b.x[i] = x;
+    b.ulp[i] = fp_format_ulp(F, x);
+    b.low[i] = low;
+    b.q[0][i] = bits_as_float((float_as_bits(rn) & keep) | nan_unless_kept);
+    b.q[1][i] = bits_as_float((float_as_bits(sr) & keep) | nan_unless_kept);
+    b.q[2][i] = bits_as_float((float_as_bits(rz) & keep) | nan_unless_kept);
+    b.up[0][i] = uint8_t(keep & uint32_t(std::fabs(rn) > low));
+    b.up[1][i] = uint8_t(keep & uint32_t(std::fabs(sr) > low));
+    b.up[2][i] = uint8_t(keep & uint32_t(std::fabs(rz) > low));
+  }
+#pragma omp simd
+  for (size_t i = 0; i < count; ++i) {
+    b.in.set(i, b.x[i], fraction_above(b.x[i], b.low[i], b.ulp[i]), b.ulp[i]);
+  }
+}
 
 // Statistics of inputs [begin, begin + n), begin a multiple of kBatch: the
 // work is a function of the chunk alone, whichever thread runs it.
@@ -43,28 +80,13 @@ template <FpFormat F>
 ChunkStats audit_chunk(const Sampler& sampler, const cpu::SrStream& sr, uint64_t begin, size_t n) {
   ChunkStats s;
   BatchScratch b;
-  const float max = fp_format_max(F);
   for (size_t done = 0; done < n; done += kBatch) {
     const uint64_t first = begin + done;
     const size_t count = std::min(kBatch, n - done);
     sampler.fill(first, count, b.x);
     // SR bits of elements first .. first + 255: the contract's bits for the cast.
     cpu::sr_bits_batch(sr, first / kSrElementsPerPhilox, b.r);
-    // Branch-free, so that it vectorizes where the format's rounding does: an
-    // out-of-range input is rounded as 0 and its results replaced by NaN,
-    // which add_batch counts as out of range.
-#pragma omp simd
-    for (size_t i = 0; i < count; ++i) {
-      const bool in_range = std::fabs(b.x[i]) <= max;
-      const float x = in_range ? b.x[i] : 0.0f;
-      const Bracket br = bracket(F, x);
-      b.in.set(i, x, br.f, br.ulp);
-      for (int m = 0; m < kModeCount; ++m) {
-        const float q = fp_round(F, kModes[m], x, b.r[i]);
-        b.q[m][i] = in_range ? q : NAN;
-        b.up[m][i] = uint8_t(in_range & rounded_up(br, q));
-      }
-    }
+    round_batch<F>(b, count);
     b.in.summarize(count);
     for (int m = 0; m < kModeCount; ++m) s.by_mode[m].add_batch(b.in, b.q[m], b.up[m]);
   }
@@ -97,9 +119,9 @@ void validate(const CastAuditConfig& c) {
 }
 
 Bracket bracket(FpFormat format, float x) {
-  const double low = std::fabs(double(fp_round(format, RoundMode::kRZ, x, 0)));
-  const double ulp = fp_format_ulp(format, x);
-  return Bracket{ulp, low, (std::fabs(double(x)) - low) / ulp};
+  const float low = std::fabs(fp_round(format, RoundMode::kRZ, x, 0));
+  const float ulp = fp_format_ulp(format, x);
+  return Bracket{ulp, low, fraction_above(x, low, ulp)};
 }
 
 void add_rounding(RoundingStats& s, const Bracket& b, float x, float q) {

@@ -45,6 +45,13 @@ struct Bracket {
 };
 Bracket bracket(FpFormat format, float x);
 
+// The fraction f of finite x between low (the magnitude of its neighbour
+// toward zero) and low + ulp. Exact: the difference is exact in double, and
+// so is its product with the inverse of the power of two ulp.
+inline double fraction_above(float x, float low, float ulp) {
+  return (std::fabs(double(x)) - double(low)) * inverse_of_power_of_two(double(ulp));
+}
+
 // Whether q is the neighbour away from zero.
 inline bool rounded_up(const Bracket& b, float q) { return std::fabs(double(q)) > b.low_magnitude; }
 

@@ -160,33 +160,47 @@ Sampler::Setup setup_of(const DistParams& p, FpFormat format) {
 
 // Sample `index` from its Philox block w (the stream's block number `index`):
 // the one definition of every distribution, shared by sample() and Sampler.
+// A template on the distribution, so that Sampler's loop has no switch in it.
+template <Dist D>
 float sample_from_block(const DistParams& p, const Sampler::Setup& s, const uint32_t* w,
                         uint64_t index) {
   const double u = unit(w[0], w[1]);
-  switch (p.dist) {
-    case Dist::kUniform:
-      return float(p.a + (p.b - p.a) * u);
-    case Dist::kNormal: {
-      const double radius = std::sqrt(-2.0 * std::log1p(-u));
-      return float(p.mu + p.sigma * radius * std::cos(kTwoPi * unit(w[2], w[3])));
-    }
-    case Dist::kLogUniform:
-      return float(std::exp2(p.emin + (p.emax - p.emin) * u));
-    case Dist::kGrid: {
-      const int e = s.grid_lo + int(w[2] % uint32_t(s.grid_hi - s.grid_lo));
-      const uint32_t k = w[3] & ((1u << s.grid_man) - 1);
-      const double f = p.fractions[index % p.fractions.size()];
-      return float(std::ldexp(1.0 + (double(k) + f) * std::ldexp(1.0, -s.grid_man), e));
-    }
+  if constexpr (D == Dist::kUniform) {
+    return float(p.a + (p.b - p.a) * u);
+  } else if constexpr (D == Dist::kNormal) {
+    const double radius = std::sqrt(-2.0 * std::log1p(-u));
+    return float(p.mu + p.sigma * radius * std::cos(kTwoPi * unit(w[2], w[3])));
+  } else if constexpr (D == Dist::kLogUniform) {
+    return float(std::exp2(p.emin + (p.emax - p.emin) * u));
+  } else {
+    const int e = s.grid_lo + int(w[2] % uint32_t(s.grid_hi - s.grid_lo));
+    const uint32_t k = w[3] & ((1u << s.grid_man) - 1);
+    const double f = p.fractions[index % p.fractions.size()];
+    return float(std::ldexp(1.0 + (double(k) + f) * std::ldexp(1.0, -s.grid_man), e));
   }
-  return 0.0f;
+}
+
+// fn.template operator()<d>() for the distribution d.
+template <typename Fn>
+auto with_dist(Dist d, Fn&& fn) {
+  switch (d) {
+    case Dist::kUniform:
+      return fn.template operator()<Dist::kUniform>();
+    case Dist::kNormal:
+      return fn.template operator()<Dist::kNormal>();
+    case Dist::kLogUniform:
+      return fn.template operator()<Dist::kLogUniform>();
+    default:
+      return fn.template operator()<Dist::kGrid>();
+  }
 }
 
 }  // namespace
 
 float sample(const DistParams& p, uint64_t seed, uint64_t index, FpFormat format) {
   const Philox4 w = sr_block(seed, RngPurpose::kAuditData, 0, index);
-  return sample_from_block(p, setup_of(p, format), w.v, index);
+  const Sampler::Setup setup = setup_of(p, format);
+  return with_dist(p.dist, [&]<Dist D>() { return sample_from_block<D>(p, setup, w.v, index); });
 }
 
 Sampler::Sampler(const DistParams& p, uint64_t seed, FpFormat format)
@@ -197,16 +211,18 @@ void Sampler::fill(uint64_t first, size_t n, float* x) const {
   // sr_bits_batch gives blocks as 16-bit lanes, low half first: on a
   // little-endian machine they are the blocks' 32-bit words in order.
   static_assert(std::endian::native == std::endian::little);
-  uint16_t lanes[cpu::kSrBitsBatch];
-  uint32_t words[cpu::kSrBitsBatch / 2];
-  for (size_t k0 = 0; k0 < n; k0 += cpu::kSrBatchGroups) {
-    cpu::sr_bits_batch(stream, first + k0, lanes);
-    std::memcpy(words, lanes, sizeof words);
-    const size_t count = std::min(cpu::kSrBatchGroups, n - k0);
-    for (size_t k = 0; k < count; ++k) {
-      x[k0 + k] = sample_from_block(params_, setup_, words + 4 * k, first + k0 + k);
+  alignas(64) uint16_t lanes[cpu::kSrBitsBatch];
+  with_dist(params_.dist, [&]<Dist D>() {
+    for (size_t k0 = 0; k0 < n; k0 += cpu::kSrBatchGroups) {
+      cpu::sr_bits_batch(stream, first + k0, lanes);
+      const size_t count = std::min(cpu::kSrBatchGroups, n - k0);
+      for (size_t k = 0; k < count; ++k) {
+        uint32_t block[4];  // one 16-byte copy per sample, not a call per batch
+        std::memcpy(block, lanes + kSrElementsPerPhilox * k, sizeof block);
+        x[k0 + k] = sample_from_block<D>(params_, setup_, block, first + k0 + k);
+      }
     }
-  }
+  });
 }
 
 }  // namespace srkit::audit

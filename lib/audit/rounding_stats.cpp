@@ -1,11 +1,16 @@
 #include "lib/audit/rounding_stats.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <iterator>
 #include <stdexcept>
+
+#include "lib/audit/byte_histogram.h"
 
 namespace srkit::audit {
 namespace {
@@ -43,6 +48,8 @@ namespace {
 using V4d = double __attribute__((vector_size(32)));
 using V4f = float __attribute__((vector_size(16)));
 using V4i = int64_t __attribute__((vector_size(32)));
+using V4i32 = int32_t __attribute__((vector_size(16)));
+using V4u8 = uint8_t __attribute__((vector_size(4)));
 constexpr size_t kV = 4;
 
 template <typename V, typename T>
@@ -52,38 +59,59 @@ V load(const T* p) {
   return v;
 }
 
+// Four values in [0, 255] stored as bytes: two packs (GCC's own conversion of
+// a V4i32 to bytes extracts the lanes one by one, which was add_batch's
+// largest cost).
+[[gnu::always_inline]] inline void store_bytes(V4i32 v, uint8_t* out) {
+  const __m128i zero = _mm_setzero_si128();
+  const __m128i bytes = _mm_packus_epi16(_mm_packs_epi32(__m128i(v), zero), zero);
+  const int32_t word = _mm_cvtsi128_si32(bytes);
+  std::memcpy(out, &word, sizeof word);
+}
+
 struct LaneSums {
   V4d sum{}, sum_sq{}, sum_abs{}, max_abs{}, sum_ulps{}, sum_theory{}, sum_rel{};
-  V4i count{}, count_rel{};  // minus the sum of the masks (a true mask is -1)
+  V4i count_rel{};  // minus the sum of the masks (a true mask is -1)
 };
 
-// Adds inputs i .. i + 3 of the arrays to the lanes; writes their error bins and
-// whether each q was finite.
+// Adds inputs i .. i + 3 of the arrays to the lanes and writes their error
+// bins as bytes, kErrorBins (one past the last bin) for a non-finite q: one
+// histogram then also counts the out-of-range results. Masks in integer bits
+// where a select would cost more (the finite test, |e|).
+// kAllFinite: every q of the batch is finite, so nothing is masked, and the
+// lanes that do not depend on q come from summarize() instead.
+template <bool kAllFinite>
 [[gnu::always_inline]] inline void add_four(LaneSums& s, const RoundingStats::InputBatch& in,
-                                            size_t i, const float* q, int bins, int* bin,
-                                            uint8_t* finite) {
+                                            size_t i, const float* q, uint8_t* bin) {
+  constexpr int kBins = RoundingStats::kErrorBins;
   const V4d zero{}, inf = zero + INFINITY;
+  const V4i abs_mask = V4i{} + INT64_MAX;
   const V4d qd = __builtin_convertvector(load<V4f>(q), V4d);
-  const V4d x = load<V4d>(in.x + i), ulp = load<V4d>(in.ulp + i);
-  const V4i take = (qd < zero ? -qd : qd) < inf;
-  const V4d e = take ? qd - x : zero;
-  const V4d abs_e = e < zero ? -e : e;
+  const V4d x = load<V4d>(in.x + i);
+  const V4i take = kAllFinite ? V4i{} - 1 : V4d(V4i(qd) & abs_mask) < inf;
+  const V4d e = kAllFinite ? qd - x : V4d(V4i(qd - x) & take);
+  const V4d abs_e = V4d(V4i(e) & abs_mask);
   const V4d e_ulps = e * load<V4d>(in.inv_ulp + i);
   s.sum += e;
   s.sum_sq += e * e;
   s.sum_abs += abs_e;
   s.max_abs = abs_e > s.max_abs ? abs_e : s.max_abs;
   s.sum_ulps += e_ulps;
-  s.sum_theory += take ? load<V4d>(in.theory_var + i) * ulp * ulp : zero;
   s.sum_rel += e * load<V4d>(in.inv_abs_x + i);
-  s.count -= take;
-  s.count_rel -= take & (x != zero);
-  const V4d scaled = (e_ulps + 1) * (0.5 * bins);  // e_ulps in [-1, 1]
-  for (size_t l = 0; l < kV; ++l) {
-    const int k = int(scaled[l]);
-    bin[l] = std::clamp(k, 0, bins - 1);
-    finite[l] = uint8_t(take[l] != 0);
+  if constexpr (!kAllFinite) {
+    s.sum_theory += V4d(V4i(load<V4d>(in.theory_var_ulp2 + i)) & take);
+    s.count_rel -= take & (x != zero);
   }
+  // The bin add() takes: int() of the scaled error, clamped to [0, kBins - 1]
+  // (e_ulps lies in [-1, 1]; the clamp only catches its rounding). Clamping
+  // the double to [0, kBins - 0.5] before the truncation gives the same bins
+  // and lets the overflow bin be selected by `take` in its own lanes.
+  const V4d scaled = (e_ulps + 1) * (0.5 * kBins);
+  const V4d low_clamped = scaled < zero ? zero : scaled;
+  const V4d top = zero + (kBins - 0.5);
+  const V4d clamped = low_clamped > top ? top : low_clamped;
+  const V4d bins = take ? clamped : zero + kBins;
+  store_bytes(__builtin_convertvector(bins, V4i32), bin);
 }
 
 }  // namespace
@@ -98,20 +126,43 @@ void RoundingStats::InputBatch::summarize(size_t n) {
     bucket_f[bucket[i]] += f[i];
     bucket_var[bucket[i]] += theory_var[i];
   }
+  std::fill(bucket + n, bucket + kMax, uint8_t(0xff));
+  // The same sums add_four takes lane by lane (input i in lane i % kLanes).
+  static_assert(kLanes == kV);
+  V4d theory{};
+  V4i nonzero{};  // minus the count (a true mask is -1)
+  size_t i = 0;
+  for (; i + kV <= n; i += kV) {
+    theory += load<V4d>(theory_var_ulp2 + i);
+    nonzero += load<V4d>(x + i) != V4d{};
+  }
+  for (size_t l = 0; l < kV; ++l) {
+    theory_lanes[l] = i + l < n ? theory[l] + theory_var_ulp2[i + l] : theory[l];
+    nonzero_lanes[l] = uint64_t(-nonzero[l]) + (i + l < n && x[i + l] != 0);
+  }
   summarized = n;
 }
 
 void RoundingStats::add_batch(const InputBatch& in, const float* q, const uint8_t* up) {
-  static_assert(kLanes == kV);
+  static_assert(kLanes == kV && InputBatch::kMax == kByteHistogramBlock);
+  static_assert(kErrorBins < 0xff && kFractionBuckets < 0xff);
   const size_t n = in.summarized;
   LaneSums lanes;
-  alignas(64) int bin[InputBatch::kMax];
-  alignas(64) uint8_t finite[InputBatch::kMax];
+  // Error bins of the batch; past n, 0xff (counted nowhere).
+  alignas(64) uint8_t bin[InputBatch::kMax];
+  uint32_t largest = 0;  // of the |q| bits: below Inf's when all are finite
+  for (size_t j = 0; j < n; ++j)
+    largest = std::max(largest, std::bit_cast<uint32_t>(q[j]) & 0x7fffffffu);
+  const bool all_finite = largest < 0x7f800000u;
   size_t i = 0;
-  for (; i + kV <= n; i += kV) add_four(lanes, in, i, q + i, kErrorBins, bin + i, finite + i);
+  if (all_finite) {
+    for (; i + kV <= n; i += kV) add_four<true>(lanes, in, i, q + i, bin + i);
+  } else {
+    for (; i + kV <= n; i += kV) add_four<false>(lanes, in, i, q + i, bin + i);
+  }
   if (i < n) {
     // The last 1-3 inputs, padded with a non-finite q (which adds nothing to
-    // the lanes; the histograms below stop at n).
+    // the lanes; its bins are overwritten below).
     InputBatch tail;
     float q_tail[kV] = {NAN, NAN, NAN, NAN};
     for (size_t k = 0; k < kV; ++k) {
@@ -119,10 +170,17 @@ void RoundingStats::add_batch(const InputBatch& in, const float* q, const uint8_
       tail.set(k, real ? in.x[i + k] : 0.0, real ? in.f[i + k] : 0.0, real ? in.ulp[i + k] : 1.0);
       if (real) q_tail[k] = q[i + k];
     }
-    add_four(lanes, tail, 0, q_tail, kErrorBins, bin + i, finite + i);
+    add_four<false>(lanes, tail, 0, q_tail, bin + i);
+  }
+  std::fill(bin + n, bin + InputBatch::kMax, uint8_t(0xff));
+  if (all_finite) {
+    // Nothing masked: the batch's own lanes, the tail's inputs included.
+    for (size_t l = 0; l < kV; ++l) {
+      lanes.sum_theory[l] = in.theory_lanes[l];
+      lanes.count_rel[l] = int64_t(in.nonzero_lanes[l]);
+    }
   }
   for (size_t l = 0; l < kV; ++l) {
-    n_ += uint64_t(lanes.count[l]);
     n_rel_ += uint64_t(lanes.count_rel[l]);
     sum_ += lanes.sum[l];
     sum_sq_ += lanes.sum_sq[l];
@@ -132,37 +190,40 @@ void RoundingStats::add_batch(const InputBatch& in, const float* q, const uint8_
     sum_theory_var_ += lanes.sum_theory[l];
     sum_rel_ += lanes.sum_rel[l];
   }
-  // The histograms scatter by bucket and bin, in input order. When every q is
-  // finite (all but batches holding an out-of-range input), the inputs' own
-  // per-bucket sums are the batch's summary.
-  const bool all_finite = std::all_of(finite, finite + n, [](uint8_t v) { return v != 0; });
-  if (all_finite) {
+  // Both histograms by vector compares (byte_histogram.h): the error bins,
+  // whose extra bin counts the non-finite results, and the round-ups per
+  // fraction bucket, weighted by up (bytes past n are padding: the buckets
+  // there are 0xff and match nothing).
+  alignas(64) uint8_t ups[InputBatch::kMax] = {};
+  std::memcpy(ups, up, n);
+  uint32_t bins[kErrorBins + 1] = {}, ups_per_bucket[kFractionBuckets] = {};
+  add_byte_histogram(bin, kErrorBins + 1, bins);
+  add_weighted_byte_histogram(in.bucket, ups, kFractionBuckets, ups_per_bucket);
+  for (int k = 0; k < kErrorBins; ++k) err_hist_[k] += bins[k];
+  for (int b = 0; b < kFractionBuckets; ++b) bucket_up_[b] += ups_per_bucket[b];
+  const uint64_t non_finite = bins[kErrorBins];
+  n_ += n - non_finite;
+  overflows_ += non_finite;
+  // The per-bucket sums of the finite inputs: the batch's own summary when
+  // every q is finite (all but batches holding an out-of-range input).
+  if (non_finite == 0) {
     for (int b = 0; b < kFractionBuckets; ++b) {
       bucket_n_[b] += in.bucket_n[b];
       bucket_f_[b] += in.bucket_f[b];
       bucket_var_[b] += in.bucket_var[b];
     }
+    return;
   }
-  // Counts go to kV interleaved copies of the histograms (input i to copy
-  // i % kV), so that runs of one bin do not chain increments of one counter.
-  uint32_t err_copies[kV][kErrorBins] = {}, up_copies[kV][kFractionBuckets] = {};
-  for (size_t i = 0; i < n; ++i) {
-    if (!finite[i]) {
-      ++overflows_;
+  // Otherwise input by input; a non-finite result's round-up is taken back.
+  for (size_t j = 0; j < n; ++j) {
+    const int b = in.bucket[j];
+    if (bin[j] == kErrorBins) {
+      bucket_up_[b] -= up[j] != 0;
       continue;
     }
-    const int b = in.bucket[i];
-    up_copies[i % kV][b] += up[i];
-    ++err_copies[i % kV][bin[i]];
-    if (!all_finite) {
-      ++bucket_n_[b];
-      bucket_f_[b] += in.f[i];
-      bucket_var_[b] += in.theory_var[i];
-    }
-  }
-  for (size_t c = 0; c < kV; ++c) {
-    for (int k = 0; k < kErrorBins; ++k) err_hist_[k] += err_copies[c][k];
-    for (int b = 0; b < kFractionBuckets; ++b) bucket_up_[b] += up_copies[c][b];
+    ++bucket_n_[b];
+    bucket_f_[b] += in.f[j];
+    bucket_var_[b] += in.theory_var[j];
   }
 }
 

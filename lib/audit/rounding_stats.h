@@ -2,11 +2,13 @@
 // neutral: callers pass each input x, its rounded value q, the fractional
 // position f of x between its two neighbours (0 = exact, toward 1 = next to
 // the neighbour away from zero), whether q is that neighbour ("up") and the
-// gap (ulp) between the neighbours. So every format's audit shares these
-// accumulators. Memory is fixed (no per-sample storage): N is unbounded.
+// gap (ulp, a power of two) between the neighbours. So every format's audit
+// shares these accumulators. Memory is fixed (no per-sample storage): N is
+// unbounded.
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -18,20 +20,36 @@ namespace srkit::audit {
 // probability 99.99% for an unbiased rounding.
 constexpr double kBiasZCritical = 3.8906;
 
+// 1 / p for p a power of two in [2^-1022, 2^1022], exactly, without a
+// division: the exponent's bits negated (the bits of 2^k are (1023 + k) << 52,
+// those of 2^-k are (1023 - k) << 52). Every gap between neighbours of a
+// binary format is such a power.
+inline double inverse_of_power_of_two(double p) {
+  return std::bit_cast<double>((uint64_t(2046) << 52) - std::bit_cast<uint64_t>(p));
+}
+
 class RoundingStats {
  public:
   static constexpr int kFractionBuckets = 16;
   // Histogram of the error in ulps over [-1, 1] (every mode's error lies there).
   static constexpr int kErrorBins = 40;
+  // add_batch's interleaved partial sums (below).
+  static constexpr size_t kLanes = 4;
 
   // The quantities of one input that every mode's add() shares: computed once
-  // per input so the hot loop divides once, not once per mode.
+  // per input, not once per mode.
   struct Input {
     double x, f, ulp, inv_ulp, inv_abs_x, theory_var;  // inv_abs_x = 0 for x = 0
     int bucket;
     static Input make(double x, double f, double ulp) {
       const int b = std::min(kFractionBuckets - 1, int(f * kFractionBuckets));
-      return Input{x, f, ulp, 1 / ulp, x != 0 ? 1 / std::fabs(x) : 0.0, f * (1 - f), b};
+      // 1/|x| is +Inf at x = 0, masked to 0 with integer bits: no branch (nor
+      // a select the compiler turns into one) around the division, so that
+      // loops over inputs vectorize.
+      const double abs_x = std::fabs(x);
+      const uint64_t keep = 0 - uint64_t(abs_x != 0);
+      const double inv_abs_x = std::bit_cast<double>(std::bit_cast<uint64_t>(1 / abs_x) & keep);
+      return Input{x, f, ulp, inverse_of_power_of_two(ulp), inv_abs_x, f * (1 - f), b};
     }
   };
 
@@ -43,16 +61,24 @@ class RoundingStats {
   struct InputBatch {
     static constexpr size_t kMax = 256;
     alignas(64) double x[kMax], f[kMax], ulp[kMax], inv_ulp[kMax], inv_abs_x[kMax],
-        theory_var[kMax];
-    alignas(64) int bucket[kMax];
+        theory_var[kMax], theory_var_ulp2[kMax];  // theory_var * ulp * ulp, as add() forms it
+    // Fraction bucket of each input as a byte; summarize(n) sets entries n ..
+    // kMax - 1 to 0xff (no bucket), so histograms can run over whole vectors.
+    alignas(64) uint8_t bucket[kMax];
     size_t summarized = 0;  // the n of the last summarize()
     uint64_t bucket_n[kFractionBuckets];
     double bucket_f[kFractionBuckets], bucket_var[kFractionBuckets];
+    // add_batch's lane sums that do not depend on the rounding, for batches
+    // whose results are all finite: theory_var_ulp2 and the count of x != 0,
+    // input i in lane i % kLanes, in input order.
+    double theory_lanes[kLanes];
+    uint64_t nonzero_lanes[kLanes];
 
     void set(size_t i, double xi, double fi, double ulpi) {
       const Input in = Input::make(xi, fi, ulpi);
       x[i] = in.x, f[i] = in.f, ulp[i] = in.ulp, inv_ulp[i] = in.inv_ulp;
-      inv_abs_x[i] = in.inv_abs_x, theory_var[i] = in.theory_var, bucket[i] = in.bucket;
+      inv_abs_x[i] = in.inv_abs_x, theory_var[i] = in.theory_var, bucket[i] = uint8_t(in.bucket);
+      theory_var_ulp2[i] = in.theory_var * in.ulp * in.ulp;
     }
     void summarize(size_t n);
   };
@@ -66,9 +92,8 @@ class RoundingStats {
   // lane i % kLanes) that are added in lane order at the end of the batch: the
   // same statistics up to rounding, in a fixed order (so still the same bits
   // for any thread count), at SIMD speed. A non-finite q[i] counts as out of
-  // range, like add().
+  // range, like add(). Each up[i] is 0 or 1.
   void add_batch(const InputBatch& in, const float* q, const uint8_t* up);
-  static constexpr size_t kLanes = 4;
   // An input outside the format's finite range, or a result that overflowed to
   // +-Inf: counted apart and left out of every other statistic.
   void add_out_of_range() { ++overflows_; }
