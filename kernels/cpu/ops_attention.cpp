@@ -118,6 +118,21 @@ void add_rows(float* y, const float* a, const float* X, size_t ld, int R, int n)
   add_rows_block<1>(&y, &a, X, ld, R, n);
 }
 
+// For each key t2 < t0 + count: y_t2 += sum over the block's rows r = 0 ..
+// count - 1 (query t0 + r) that see t2 (t0 + r >= t2), in that order, of
+// coef[r][t2] * x_r, rows of hs floats (coef rows at stride ld, x rows at
+// stride hs). Each y_t2 is loaded and stored once per block, not once per row,
+// and takes its terms in row order, so the bits equal those of updating it
+// row after row.
+void add_outer(float* y, const float* coef, size_t ld, const float* x, int t0, int count, int hs) {
+  for (int t2 = 0; t2 < t0 + count; ++t2) {
+    const int first = std::max(0, t2 - t0);  // the first row that sees key t2
+    float c[kQueryBlock];
+    for (int r = first; r < count; ++r) c[r - first] = coef[size_t(r) * ld + t2];
+    add_rows(&y[size_t(t2) * hs], c, &x[size_t(first) * hs], hs, count - first, hs);
+  }
+}
+
 }  // namespace
 
 template <typename T>
@@ -225,7 +240,7 @@ void attention_backward(T* dinp, GradWrite dinp_mode, const T* dout, const T* in
         std::fill(dv.begin(), dv.end(), 0.0f);
         const T* att_bh = att + (size_t(b) * NH + h) * TT;
         // Query rows t0 .. t0 + count - 1 at a time, as in the forward; dv and dk
-        // still take their updates row after row, in t order.
+        // take their updates in t order (add_outer).
         for (int t0 = 0; t0 < Tn; t0 += kQueryBlock) {
           const int count = std::min(kQueryBlock, Tn - t0);
           const int n_block = t0 + count;
@@ -248,18 +263,13 @@ void attention_backward(T* dinp, GradWrite dinp_mode, const T* dout, const T* in
           // da[t2] = dout_t . v_t2 (over i in order), for the keys of the block's last row.
           const float* const* g_rows = gr;
           add_rows(dar, g_rows, count, vt.data(), Tn, hs, n_block);
+          // dv_t2 += att_t[t2] * dout_t for the block's rows t that see key t2.
+          add_outer(dv.data(), a.data(), Tn, g.data(), t0, count, hs);
           for (int r = 0; r < count; ++r) {
             const int t = t0 + r, n = t + 1;
             const float* ar = &a[size_t(r) * Tn];
             const float* dat = dar[r];
             float* dpt = dpr[r];
-            // dv_t2 += att[t2] * dout_t.
-            for (int t2 = 0; t2 < n; ++t2) {
-              const float w = ar[t2];
-              float* dvr = &dv[size_t(t2) * hs];
-#pragma omp simd
-              for (int i = 0; i < hs; ++i) dvr[i] += w * gr[r][i];
-            }
             // Softmax backward: dpre = att * (datt - sum(att * datt)).
             float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
@@ -276,16 +286,8 @@ void attention_backward(T* dinp, GradWrite dinp_mode, const T* dout, const T* in
           for (int r = 1; r < count; ++r) {
             add_rows(dqr[r], dpr[r] + t0 + 1, &k[size_t(t0 + 1) * hs], hs, r, hs);
           }
-          for (int r = 0; r < count; ++r) {
-            const int t = t0 + r, n = t + 1;
-            const float* qt = &q[size_t(t) * hs];
-            for (int t2 = 0; t2 < n; ++t2) {
-              const float w = dpr[r][t2];
-              float* dkr = &dk[size_t(t2) * hs];
-#pragma omp simd
-              for (int i = 0; i < hs; ++i) dkr[i] += w * qt[i];
-            }
-          }
+          // dk_t2 += dp_t[t2] * q_t for the block's rows t that see key t2.
+          add_outer(dk.data(), dp.data(), Tn, &q[size_t(t0) * hs], t0, count, hs);
         }
         T* dx = dinp + size_t(b) * Tn * C3;
         store_rows(dx, dq.data(), {C3, head}, Tn, hs, acc);
