@@ -137,8 +137,8 @@ void BM_attention(benchmark::State& state, Shape s, bool backward) {
     benchmark::ClobberMemory();
   }
   openblas_set_num_threads(saved);
-  state.counters["FLOP/s"] = benchmark::Counter(causal_flop(s, backward),
-                                                benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOP/s"] =
+      benchmark::Counter(causal_flop(s, backward), benchmark::Counter::kIsIterationInvariantRate);
   // Causal FLOP/s of the kernel over dense FLOP/s of raw, from the same iterations.
   state.counters["vs_raw"] =
       (causal_flop(s, backward) / total) / (dense_flop(s, backward) / raw_total);
@@ -153,8 +153,8 @@ int main(int argc, char** argv) {
                              ",NH=" + std::to_string(s.NH);
     for (bool backward : {false, true}) {
       const std::string dir = backward ? "bwd/" : "fwd/";
-      benchmark::RegisterBenchmark(("attention_f32/" + dir + dims).c_str(), BM_attention<float>,
-                                   s, backward)
+      benchmark::RegisterBenchmark(("attention_f32/" + dir + dims).c_str(), BM_attention<float>, s,
+                                   backward)
           ->UseManualTime()
           ->Unit(benchmark::kMillisecond);
       benchmark::RegisterBenchmark(("attention_bf16/" + dir + dims).c_str(), BM_attention<bf16>, s,

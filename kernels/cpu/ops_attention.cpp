@@ -98,20 +98,23 @@ void add_rows_block(float* const* y, const float* const* a, const float* X, size
 }
 
 // Blocks of up to kQueryBlock query rows go through add_rows_block together.
-constexpr int kQueryBlock = 4;
+// 8 ran fastest of 4, 6, 8, 12 and 16 (bench_attention on Zen 4: the backward
+// 10% faster than with 4, the forward 4%); the bits do not depend on it.
+constexpr int kQueryBlock = 8;
+
+// add_rows_block<count>, for count in 1 .. Q.
+template <int Q>
+void add_rows_upto(float* const* y, const float* const* a, int count, const float* X, size_t ld,
+                   int R, int n) {
+  if constexpr (Q > 1) {
+    if (count < Q) return add_rows_upto<Q - 1>(y, a, count, X, ld, R, n);
+  }
+  add_rows_block<Q>(y, a, X, ld, R, n);
+}
 
 void add_rows(float* const* y, const float* const* a, int count, const float* X, size_t ld, int R,
               int n) {
-  switch (count) {
-    case 1:
-      return add_rows_block<1>(y, a, X, ld, R, n);
-    case 2:
-      return add_rows_block<2>(y, a, X, ld, R, n);
-    case 3:
-      return add_rows_block<3>(y, a, X, ld, R, n);
-    default:
-      return add_rows_block<kQueryBlock>(y, a, X, ld, R, n);
-  }
+  add_rows_upto<kQueryBlock>(y, a, count, X, ld, R, n);
 }
 
 void add_rows(float* y, const float* a, const float* X, size_t ld, int R, int n) {
