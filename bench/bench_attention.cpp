@@ -19,16 +19,18 @@
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
-#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "bench/bench_common.h"
 #include "kernels/cpu/ops.h"
 
 namespace {
 
 using srkit::bf16;
+using srkit::bench::filled;
+using srkit::bench::seconds;
 
 struct Shape {
   const char* name;
@@ -41,20 +43,6 @@ const Shape kShapes[] = {
     {"d4", 8, 256, 256, 4},
     {"124M", 8, 256, 768, 12},
 };
-
-// Deterministic values in [-1, 1) (a cheap hash: no RNG state to carry).
-template <typename T>
-std::vector<T> filled(size_t n, uint32_t salt) {
-  std::vector<T> v(n);
-  for (size_t i = 0; i < n; ++i) {
-    uint32_t z = uint32_t(i) * 2654435761u + salt * 40503u;
-    z ^= z >> 15;
-    z *= 2246822519u;
-    z ^= z >> 13;
-    v[i] = srkit::cpu::from_f32<T>(float(z >> 8) / float(1 << 23) - 1.0f);
-  }
-  return v;
-}
 
 double causal_flop(const Shape& s, bool backward) {
   return (backward ? 4 : 2) * 2.0 * s.pairs() * s.hs() * s.B * s.NH;
@@ -102,13 +90,6 @@ void raw(const Shape& s, RawArrays& a, bool backward) {
       gemm(true, false, T, hs, T, ds, T, q, hs, out, hs);   // dK = dS^T Q
     }
   }
-}
-
-template <typename F>
-double seconds(F&& f) {
-  const auto t0 = std::chrono::steady_clock::now();
-  f();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 template <typename T>
@@ -163,9 +144,5 @@ int main(int argc, char** argv) {
           ->Unit(benchmark::kMillisecond);
     }
   }
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return srkit::bench::run_registered_benchmarks(argc, argv);
 }

@@ -25,19 +25,21 @@
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "bench/bench_common.h"
 #include "kernels/cpu/gemm_bf16_path.h"
 #include "kernels/cpu/ops.h"
 
 namespace {
 
 using srkit::bf16;
+using srkit::bench::filled;
+using srkit::bench::seconds;
 using srkit::cpu::Workspace;
 
 struct Shape {
@@ -57,20 +59,6 @@ const Shape kShapes[] = {
     {"124M.fcproj", 2048, 3072, 768},
     {"124M.lmhead", 2048, 768, 50304},
 };
-
-// Deterministic values in [-1, 1) (a cheap hash: no RNG state to carry).
-template <typename T>
-std::vector<T> filled(size_t n, uint32_t salt) {
-  std::vector<T> v(n);
-  for (size_t i = 0; i < n; ++i) {
-    uint32_t z = uint32_t(i) * 2654435761u + salt * 40503u;
-    z ^= z >> 15;
-    z *= 2246822519u;
-    z ^= z >> 13;
-    v[i] = srkit::cpu::from_f32<T>(float(z >> 8) / float(1 << 23) - 1.0f);
-  }
-  return v;
-}
 
 double gemm_flop(const Shape& s) { return 2.0 * s.N * s.C * s.OC; }
 
@@ -96,13 +84,6 @@ void raw_backward(const Shape& s, RawArrays& a) {
               a.w.data(), s.C, 1.0f, a.dinp.data(), s.C);
   cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, s.OC, s.C, s.N, 1.0f, a.dout.data(), s.OC,
               a.inp.data(), s.C, 1.0f, a.dw.data(), s.C);
-}
-
-template <typename F>
-double seconds(F&& f) {
-  const auto t0 = std::chrono::steady_clock::now();
-  f();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 void set_flops(benchmark::State& state, double flop) {
@@ -194,9 +175,5 @@ int main(int argc, char** argv) {
       }
     }
   }
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return srkit::bench::run_registered_benchmarks(argc, argv);
 }
