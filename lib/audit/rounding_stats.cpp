@@ -49,7 +49,6 @@ using V4d = double __attribute__((vector_size(32)));
 using V4f = float __attribute__((vector_size(16)));
 using V4i = int64_t __attribute__((vector_size(32)));
 using V4i32 = int32_t __attribute__((vector_size(16)));
-using V4u8 = uint8_t __attribute__((vector_size(4)));
 constexpr size_t kV = 4;
 
 template <typename V, typename T>
@@ -201,12 +200,12 @@ void RoundingStats::add_batch(const InputBatch& in, const float* q, const uint8_
   add_weighted_byte_histogram(in.bucket, ups, kFractionBuckets, ups_per_bucket);
   for (int k = 0; k < kErrorBins; ++k) err_hist_[k] += bins[k];
   for (int b = 0; b < kFractionBuckets; ++b) bucket_up_[b] += ups_per_bucket[b];
-  const uint64_t non_finite = bins[kErrorBins];
+  const uint64_t non_finite = bins[kErrorBins];  // 0 exactly when all_finite
   n_ += n - non_finite;
   overflows_ += non_finite;
   // The per-bucket sums of the finite inputs: the batch's own summary when
   // every q is finite (all but batches holding an out-of-range input).
-  if (non_finite == 0) {
+  if (all_finite) {
     for (int b = 0; b < kFractionBuckets; ++b) {
       bucket_n_[b] += in.bucket_n[b];
       bucket_f_[b] += in.bucket_f[b];
