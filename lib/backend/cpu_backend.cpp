@@ -4,12 +4,12 @@
 // read directly (tests do; the engine goes through copy_to_host all the same).
 #include <omp.h>
 
-#include <cstdlib>
 #include <cstring>
 
 #include "kernels/common/dtype_dispatch.h"
 #include "kernels/cpu/adamw.h"
 #include "kernels/cpu/cast.h"
+#include "kernels/cpu/host_alloc.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/workspace.h"
 #include "lib/backend/backend.h"
@@ -229,15 +229,14 @@ class CpuBackend final : public Backend {
 
  protected:
   void* raw_allocate(size_t bytes) override {
-    // 64-byte alignment: whole cache lines and aligned AVX loads.
-    const size_t rounded = (bytes + 63) & ~size_t(63);
-    void* p = std::aligned_alloc(64, rounded);
+    // 64-byte aligned (whole cache lines, aligned AVX loads), each large tensor
+    // at its own offset within the page (kernels/cpu/host_alloc.h says why).
+    void* p = cpu::host_alloc(bytes);
     if (p == nullptr)
       throw OutOfMemory("cpu: out of host memory allocating " + std::to_string(bytes) + " bytes");
-    std::memset(p, 0, rounded);
     return p;
   }
-  void raw_release(void* ptr) override { std::free(ptr); }
+  void raw_release(void* ptr) override { cpu::host_free(ptr); }
   void raw_copy_to_device(void* dst, const void* src, size_t bytes) override {
     std::memcpy(dst, src, bytes);
   }
