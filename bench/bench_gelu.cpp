@@ -23,15 +23,12 @@
 
 namespace {
 
-using srkit::bf16;
-using srkit::bench::filled;
-using srkit::bench::seconds;
-
-struct Shape {
-  const char* name;
-  size_t n;  // B * T * 4C
+// The MLP activations GELU runs over: B * T * 4C elements.
+struct Activations {
+  const char* model;
+  size_t n;
 };
-const Shape kShapes[] = {{"d4", size_t(8) * 256 * 1024}, {"124M", size_t(8) * 256 * 3072}};
+const Activations kModels[] = {{"d4", size_t(8) * 256 * 1024}, {"124M", size_t(8) * 256 * 3072}};
 
 // dst = src over `bytes`, each OpenMP thread copying one contiguous part.
 void parallel_copy(char* dst, const char* src, size_t bytes) {
@@ -44,10 +41,11 @@ void parallel_copy(char* dst, const char* src, size_t bytes) {
 }
 
 template <typename T>
-void BM_gelu(benchmark::State& state, Shape s, bool backward, srkit::cpu::CpuIsa isa) {
+void BM_gelu(benchmark::State& state, Activations s, bool backward, srkit::cpu::CpuIsa isa) {
   const srkit::cpu::ScopedCpuIsa forced(isa);
   // Activations of unit scale, like a pre-GELU layer output.
-  std::vector<T> inp = filled<T>(s.n, 1), dout = filled<T>(s.n, 2), out(s.n);
+  std::vector<T> inp = srkit::bench::filled<T>(s.n, 1), dout = srkit::bench::filled<T>(s.n, 2);
+  std::vector<T> out(s.n);
   const size_t bytes = (backward ? 3 : 2) * s.n * sizeof(T);
   std::vector<char> copy_src(bytes, 1), copy_dst(bytes);
   auto call = [&] {
@@ -60,8 +58,9 @@ void BM_gelu(benchmark::State& state, Shape s, bool backward, srkit::cpu::CpuIsa
   };
   double copy_total = 0.0, total = 0.0;
   for (auto _ : state) {
-    copy_total += seconds([&] { parallel_copy(copy_dst.data(), copy_src.data(), bytes); });
-    const double t = seconds(call);
+    copy_total +=
+        srkit::bench::seconds([&] { parallel_copy(copy_dst.data(), copy_src.data(), bytes); });
+    const double t = srkit::bench::seconds(call);
     total += t;
     state.SetIterationTime(t);
     benchmark::ClobberMemory();
@@ -73,15 +72,16 @@ void BM_gelu(benchmark::State& state, Shape s, bool backward, srkit::cpu::CpuIsa
 }  // namespace
 
 int main(int argc, char** argv) {
-  for (const Shape& s : kShapes) {
+  for (const Activations& s : kModels) {
     for (bool backward : {false, true}) {
       for (srkit::cpu::CpuIsa isa : srkit::cpu::runnable_cpu_isas()) {
-        const std::string name = std::string(backward ? "bwd/" : "fwd/") + s.name +
+        const std::string name = std::string(backward ? "bwd/" : "fwd/") + s.model +
                                  "/n=" + std::to_string(s.n) + "/" + srkit::cpu::cpu_isa_name(isa);
         benchmark::RegisterBenchmark(("gelu_f32/" + name).c_str(), BM_gelu<float>, s, backward, isa)
             ->UseManualTime()
             ->Unit(benchmark::kMillisecond);
-        benchmark::RegisterBenchmark(("gelu_bf16/" + name).c_str(), BM_gelu<bf16>, s, backward, isa)
+        benchmark::RegisterBenchmark(("gelu_bf16/" + name).c_str(), BM_gelu<srkit::bf16>, s,
+                                     backward, isa)
             ->UseManualTime()
             ->Unit(benchmark::kMillisecond);
       }
