@@ -1,4 +1,4 @@
-// attention_forward / attention_backward (kernels/cpu/ops_attention.cpp, T =
+// attention_forward / attention_backward (kernels/cpu/attention.cpp, T =
 // float and bf16) at the shapes of d4 (C=256, 4 heads) and GPT-2 124M (C=768,
 // 12 heads), B=8, T=256, next to raw cblas_sgemm calls that do the same
 // products densely: the ceiling for attention's products on this machine.
@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "bench/bench_common.h"
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/attention.h"
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/elements.h"
 
 namespace srkit::bench {
 

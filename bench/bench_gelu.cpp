@@ -1,4 +1,4 @@
-// gelu_forward / gelu_backward (kernels/cpu/ops_pointwise.cpp, T = float and
+// gelu_forward / gelu_backward (kernels/cpu/pointwise.cpp, T = float and
 // bf16) on the MLP activations of d4 (B=8, T=256, 4C=1024) and GPT-2 124M
 // (4C=3072), under each instruction set the CPU runs (SRKIT_CPU_ISA's paths:
 // avx2, and avx512 where present), next to a copy of the same bytes.
@@ -19,7 +19,7 @@
 
 #include "bench/bench_common.h"
 #include "kernels/cpu/cpu_isa.h"
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/pointwise.h"
 
 namespace {
 

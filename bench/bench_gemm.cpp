@@ -1,4 +1,4 @@
-// matmul_forward / matmul_backward (T = float and bf16; tiled, kernels/cpu/gemm.h)
+// matmul_forward / matmul_backward (T = float and bf16; tiled, kernels/cpu/gemm_tiles.h)
 // next to raw cblas_sgemm calls of the same shapes, at the shapes of d4 and GPT-2
 // 124M at B=8, T=256 (N = 2048 rows).
 //
@@ -32,8 +32,8 @@
 #include <vector>
 
 #include "bench/bench_common.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/gemm_bf16_path.h"
-#include "kernels/cpu/ops.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// The CPU GEMM's tiling (kernels/cpu/gemm.h, ops_matmul.cpp): at every GPT-2
+// The CPU GEMM's tiling (kernels/cpu/gemm_tiles.h, gemm.cpp): at every GPT-2
 // shape class, large enough for partial tiles in both dimensions, both dtypes
 // and both backward modes agree with an fp64 reference within a stated bound;
 // a bf16 result is the rounded fp32 result of the same tiles; overwriting
@@ -17,7 +17,7 @@
 
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/gemm_bf16_path.h"
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/gemm_tiles.h"
 #include "tests/test_ops_util.h"
 
 namespace srkit::cpu {
@@ -260,7 +260,7 @@ TEST(CpuGemmTiles, Bf16WorkspaceGrowsOnTheFirstPassOnly) {
   EXPECT_EQ(matmul_workspace_floats<float>(300, 96, 288, 2), 0u);  // fp32: the arrays themselves
 }
 
-// The tile geometry of kernels/cpu/gemm.h at GPT-2 124M's shapes (B=8, T=256)
+// The tile geometry of kernels/cpu/gemm_tiles.h at GPT-2 124M's shapes (B=8, T=256)
 // and at small ones: a function of (M, N, K) alone.
 TEST(CpuGemmTiles, TileGeometryKnownAnswers) {
   auto tiles = [](int M, int N, int K, bool widened = true) {

@@ -1,4 +1,4 @@
-// The CPU GELU ops (kernels/cpu/ops_pointwise.cpp) on every instruction set the
+// The CPU GELU ops (kernels/cpu/pointwise.cpp) on every instruction set the
 // CPU runs (AVX2, and AVX-512 where present): each stored element equals the
 // element functions of kernels/common/math.h applied one at a time, bit for bit,
 // in fp32 and bf16, in both gradient write modes, on lengths with vector tails,
@@ -14,7 +14,7 @@
 
 #include "kernels/common/math.h"
 #include "kernels/cpu/cpu_isa.h"
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/pointwise.h"
 
 namespace srkit::cpu {
 namespace {

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/gemm_bf16_dot.h"
 #include "kernels/cpu/gemm_bf16_path.h"
-#include "kernels/cpu/ops.h"
 #include "tests/test_ops_util.h"
 
 namespace srkit::cpu {

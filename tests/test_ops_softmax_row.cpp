@@ -7,7 +7,7 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/loss.h"
 #include "tests/test_ops_util.h"
 
 namespace srkit::cpu {

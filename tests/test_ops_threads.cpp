@@ -12,8 +12,14 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/encoder.h"
 #include "kernels/cpu/gemm.h"
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/gemm_tiles.h"
+#include "kernels/cpu/layernorm.h"
+#include "kernels/cpu/loss.h"
+#include "kernels/cpu/pointwise.h"
+#include "kernels/cpu/reduce.h"
 #include "tests/test_ops_util.h"
 
 extern "C" void openblas_set_num_threads(int);

@@ -70,7 +70,7 @@ struct MatmulShape {
 };
 
 // The GPT-2 linear layers' shape classes (C->3C, C->C, C->4C, 4C->C, C->Vp) at
-// sizes whose tiles (kernels/cpu/gemm.h) leave partial tiles in both output
+// sizes whose tiles (kernels/cpu/gemm_tiles.h) leave partial tiles in both output
 // dimensions: N and C not multiples of the tile sides, Vp a multiple of 64 in
 // one set and odd in the other. The last shape's dinp reduces over K = Vp =
 // 6208, long enough that its tiles shrink to bound the widened panels.

@@ -1,77 +1,43 @@
-// The CPU GEMM. srkit owns the parallel split: a product's output is cut into
-// tiles whose geometry depends only on the shape (gemm_tiles), the tiles run on
-// OpenMP threads, and each tile is one single-threaded BLAS call holding every
-// element's whole reduction. A tile computes the same bits whichever thread
-// runs it, so results do not depend on the thread count. (OpenBLAS's own
-// threading does not promise that: it splits the output per thread count, and
-// its edge micro-kernels accumulate in another order than the main one.)
-//
-// bf16 operands: Debian's OpenBLAS exports no bf16 GEMM (cblas_sbgemm), so
-// each thread either widens the operand panels its tile needs into fp32 for
-// sgemm or, on CPUs with AVX512_BF16, packs them in pairs for VDPBF16PS
-// (kernels/cpu/gemm_bf16_path.h chooses; the paths sum in different orders),
-// and adds the bias or the old value and rounds the tile while it is in
-// cache. Scratch is O(threads x tile panels), not O(operands).
+// The linear layers on the CPU (out = inp @ weight^T + bias and its backward),
+// over the tiled BLAS engine of kernels/cpu/gemm_tiles.h.
+// Shapes, storage types and gradient-write conventions: kernels/cpu/elements.h;
+// the CUDA launcher of the same name is kernels/cuda/gemm.h, the op table
+// docs/architecture.md ("Ops").
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
-#include "kernels/common/bf16.h"
-#include "kernels/cpu/workspace.h"
+#include "kernels/cpu/elements.h"
 
 namespace srkit::cpu {
 
-// Row-major C[M,N] = op(A)[M,K] @ op(B)[K,N] + beta * C through OpenBLAS with
-// as many threads as OpenBLAS is set to: not thread-count invariant. For
-// measuring the machine's sgemm peak and as the ceiling in benchmarks; srkit's
-// ops go through gemm_tiled.
-void sgemm(bool trans_a, bool trans_b, int M, int N, int K, const float* A, int lda, const float* B,
-           int ldb, float beta, float* C, int ldc);
-
-// Output tile of a product C[M,N] with reduction length K: `rows` x `cols`
-// (the last tile of a row or column may be partial). A function of (M, N, K)
-// and of whether the operands are widened into per-thread panels (bf16) only:
-// never of the thread count.
-struct GemmTiles {
-  int rows, cols;
-};
-GemmTiles gemm_tiles(int M, int N, int K, bool widened_panels);
-
-// One product for gemm_tiled, row-major: A is stored [M,K] (or [K,M] when
-// trans_a), B [K,N] (or [N,K] when trans_b). With accumulate, C = RN(C + A.B);
-// otherwise C = RN(A.B + bias) with bias[N] per column (nullable), and C's
-// old contents are ignored. RN is the identity for fp32, where accumulate is
-// BLAS's beta = 1 and the bias is added to the finished tile. A bf16 product
-// may instead write an fp32 output, c_f32 (c null): the same sums, not rounded
-// (fp32 weight gradients of bf16 activations).
+// out[N,OC] = inp[N,C] @ weight[OC,C]^T (+ bias[OC] if not null): fp32
+// accumulation over the whole of C, the bias added to the finished fp32 sum,
+// one rounding per output element for bf16. The output is cut into tiles of a
+// geometry fixed by the shape, each one single-threaded BLAS call
+// (kernels/cpu/gemm_tiles.h), so the bits do not depend on the thread count. bf16
+// operands are widened panel by panel in the workspace: see
+// matmul_workspace_floats.
 template <typename T>
-struct GemmProduct {
-  int M, N, K;
-  const T* a;
-  int lda;
-  bool trans_a;
-  const T* b;
-  int ldb;
-  bool trans_b;
-  T* c;
-  int ldc;
-  const T* bias;
-  bool accumulate;
-  float* c_f32 = nullptr;  // bf16 products only; then c is null
-};
+void matmul_forward(T* out, const T* inp, const T* weight, const T* bias, int N, int C, int OC,
+                    Workspace& ws);
+// dinp[N,C] += dout @ weight; dweight[OC,C] += dout^T @ inp; dbias[OC] += sum_n dout
+// (dbias may be null; its column sums add the rows in order, in fp32). For bf16:
+// the product is added to the widened old value in fp32, then rounded once.
+// With accumulate_dinp (accumulate_params) false, dinp (dweight and dbias) is
+// written as if it had been zero: the product alone (bf16: rounded once), the
+// old contents ignored (they may be anything, NaN included).
+template <typename T, typename G>
+void matmul_backward(T* dinp, G* dweight, G* dbias, const T* dout, const T* inp, const T* weight,
+                     int N, int C, int OC, Workspace& ws, bool accumulate_dinp = true,
+                     bool accumulate_params = true);
 
-// Floats of workspace gemm_tiled holds for these products with `threads`
-// OpenMP threads: per thread, the widened A and B panels and the fp32 tile of
-// the largest product, each 64-byte aligned. 0 for fp32 (no widening).
+// Floats of workspace the matmul ops hold for this shape with `threads`
+// OpenMP threads (the larger of forward and backward; the workspace grows to
+// it on the first call and stays): for bf16, per thread the widened operand
+// panels and the fp32 tile of one output tile; 0 for fp32.
 template <typename T>
-size_t gemm_scratch_floats(const GemmProduct<T>* products, int count, int threads);
-
-// Every tile of every product, on the OpenMP threads (one region), each tile
-// one BLAS call on one BLAS thread; the workspace (slot 0) holds
-// gemm_scratch_floats(products, count, omp_get_max_threads()). bias must be
-// null when accumulating. Call outside OpenMP parallel regions (throws
-// std::logic_error inside one).
-template <typename T>
-void gemm_tiled(const GemmProduct<T>* products, int count, Workspace& ws);
+size_t matmul_workspace_floats(int N, int C, int OC, int threads);
 
 }  // namespace srkit::cpu

@@ -1,6 +1,6 @@
 // The bf16 GEMM tile on CPUs with AVX512_BF16 (VDPBF16PS): bf16 operands
 // multiplied as they are, without widening them to fp32 first. gemm_tiled's
-// bf16 path (kernels/cpu/gemm.h) packs a tile's operand panels with pack_a /
+// bf16 path (kernels/cpu/gemm_tiles.h) packs a tile's operand panels with pack_a /
 // pack_b and calls tile_product instead of widening them for sgemm; the
 // rounding of the finished fp32 tile is the same on both paths.
 //

@@ -1,4 +1,4 @@
-// Which bf16 GEMM gemm_tiled runs (kernels/cpu/gemm.h): operands widened to
+// Which bf16 GEMM gemm_tiled runs (kernels/cpu/gemm_tiles.h): operands widened to
 // fp32 for OpenBLAS's sgemm, or multiplied as bf16 by AVX512_BF16's VDPBF16PS
 // (kernels/cpu/gemm_bf16_dot.h). The two round the same fp32 tile the same
 // way but sum it in different orders (docs/architecture.md, "The bf16 GEMM on

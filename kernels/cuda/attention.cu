@@ -8,7 +8,7 @@
 //   dv = P^T dy,  dq = dS k,  dk = dS^T q,
 // and adds dq, dk, dv (fp32, rounded once) into dinp [B,T,3C].
 //
-// The element math is the CPU's (kernels/cpu/ops_attention.cpp): scores are
+// The element math is the CPU's (kernels/cpu/attention.cpp): scores are
 // scale * (q . k) in fp32; probabilities are exp_poly(s - max) * (1 / sum),
 // rounded to dt, with masked entries (t2 > t) exactly 0; y = P @ v uses P as
 // stored. The GEMMs run over the whole T x T square (masked entries are 0, so

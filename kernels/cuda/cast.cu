@@ -8,15 +8,6 @@
 namespace srkit::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-// Grid-stride loops: enough blocks to fill any current GPU, few enough that
-// each thread loops a while.
-constexpr size_t kMaxBlocks = 8192;
-
-unsigned blocks_for(size_t work_items) {
-  return unsigned(std::min(kMaxBlocks, (work_items + kThreads - 1) / kThreads));
-}
-
 __global__ void rn_kernel(const float* __restrict__ in, bf16* __restrict__ out, size_t n) {
   for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += size_t(gridDim.x) * blockDim.x) {
@@ -31,7 +22,7 @@ __global__ void widen_kernel(const bf16* __restrict__ in, float* __restrict__ ou
   }
 }
 
-// A block handles spans of kThreads Philox groups (8 * kThreads elements):
+// A block handles spans of kGridStrideThreads Philox groups (8 * kGridStrideThreads elements):
 // each thread draws one group's block into shared memory, then the threads
 // walk the span element by element (coalesced loads and stores), each taking
 // its element's lane. Spans start at a group boundary (global index
@@ -39,14 +30,14 @@ __global__ void widen_kernel(const bf16* __restrict__ in, float* __restrict__ ou
 __global__ void sr_kernel(const float* __restrict__ in, bf16* __restrict__ out, size_t n,
                           uint64_t seed, RngPurpose purpose, uint64_t step, uint64_t base_index,
                           uint64_t first_group, uint64_t groups) {
-  __shared__ Philox4 blocks[kThreads];
-  constexpr uint64_t kSpan = uint64_t(kThreads) * kSrElementsPerPhilox;
-  for (uint64_t span = blockIdx.x; span * kThreads < groups; span += gridDim.x) {
-    const uint64_t group = first_group + span * kThreads + threadIdx.x;
+  __shared__ Philox4 blocks[kGridStrideThreads];
+  constexpr uint64_t kSpan = uint64_t(kGridStrideThreads) * kSrElementsPerPhilox;
+  for (uint64_t span = blockIdx.x; span * kGridStrideThreads < groups; span += gridDim.x) {
+    const uint64_t group = first_group + span * kGridStrideThreads + threadIdx.x;
     blocks[threadIdx.x] = sr_block(seed, purpose, step, group);
     __syncthreads();
-    const uint64_t span_start = (first_group + span * kThreads) * kSrElementsPerPhilox;
-    for (unsigned e = threadIdx.x; e < kSpan; e += kThreads) {
+    const uint64_t span_start = (first_group + span * kGridStrideThreads) * kSrElementsPerPhilox;
+    for (unsigned e = threadIdx.x; e < kSpan; e += kGridStrideThreads) {
       const uint64_t global = span_start + e;
       if (global >= base_index && global - base_index < n) {
         const size_t i = size_t(global - base_index);
@@ -62,12 +53,14 @@ __global__ void sr_kernel(const float* __restrict__ in, bf16* __restrict__ out, 
 
 void cast_f32_to_bf16_rn(const float* in, bf16* out, size_t n, Stream stream) {
   if (n == 0) return;
-  launch(rn_kernel, blocks_for(n), kThreads, 0, stream, "cast_f32_to_bf16_rn", in, out, n);
+  launch(rn_kernel, grid_stride_blocks(n), kGridStrideThreads, 0, stream, "cast_f32_to_bf16_rn", in,
+         out, n);
 }
 
 void cast_bf16_to_f32(const bf16* in, float* out, size_t n, Stream stream) {
   if (n == 0) return;
-  launch(widen_kernel, blocks_for(n), kThreads, 0, stream, "cast_bf16_to_f32", in, out, n);
+  launch(widen_kernel, grid_stride_blocks(n), kGridStrideThreads, 0, stream, "cast_bf16_to_f32", in,
+         out, n);
 }
 
 void cast_f32_to_bf16_sr(const float* in, bf16* out, size_t n, uint64_t seed, RngPurpose purpose,
@@ -77,8 +70,8 @@ void cast_f32_to_bf16_sr(const float* in, bf16* out, size_t n, uint64_t seed, Rn
   const uint64_t first_group = base_index / kSrElementsPerPhilox;
   const uint64_t end_group = (base_index + n + kSrElementsPerPhilox - 1) / kSrElementsPerPhilox;
   const uint64_t groups = end_group - first_group;
-  launch(sr_kernel, blocks_for(groups), kThreads, 0, stream, "cast_f32_to_bf16_sr", in, out, n,
-         seed, purpose, step, base_index, first_group, groups);
+  launch(sr_kernel, grid_stride_blocks(groups), kGridStrideThreads, 0, stream,
+         "cast_f32_to_bf16_sr", in, out, n, seed, purpose, step, base_index, first_group, groups);
 }
 
 }  // namespace srkit::cuda

@@ -1,6 +1,6 @@
 // Element access shared by the CUDA kernels of the model ops (pointwise,
 // encoder, layernorm, loss, reduce): fp32 or bf16 storage read as fp32 and
-// written with one round-to-nearest-even (as kernels/cpu/ops.h's to_f32 and
+// written with one round-to-nearest-even (as kernels/cpu/elements.h's to_f32 and
 // from_f32), 8-element chunks moved with 128-bit loads and stores, and the
 // host-side helpers every launcher uses (dtype dispatch, shape checks).
 //

@@ -1,5 +1,5 @@
 // The deterministic embedding backward (kernels/cuda/encoder.h), bit-equal to
-// kernels/cpu/ops_encoder.cpp: each output element is owned by one thread,
+// kernels/cpu/encoder.cpp: each output element is owned by one thread,
 // which adds the rows of dout that feed it in position order, in fp32 from
 // 0.0f, then rounds once into the stored gradient: the CPU's sums, term for
 // term. No atomics: the grouping of positions by token comes from the host's
@@ -21,9 +21,6 @@
 namespace srkit::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-constexpr size_t kMaxBlocks = 8192;
-
 template <typename T, typename G, bool kVec>
 __global__ void encoder_backward_kernel(G* dwte, G* dwpe, const T* dout, const int32_t* plan,
                                         int groups, int B, int Tn, int C) {
@@ -34,8 +31,7 @@ __global__ void encoder_backward_kernel(G* dwte, G* dwpe, const T* dout, const i
   const int width = kVec ? kChunk : 1;
   const size_t per_row = size_t(C / width);
   const size_t items = (size_t(Tn) + size_t(groups)) * per_row;
-  for (size_t it = size_t(blockIdx.x) * blockDim.x + threadIdx.x; it < items;
-       it += size_t(gridDim.x) * blockDim.x) {
+  for (size_t it = grid_thread_index(); it < items; it += grid_thread_count()) {
     const size_t row = it / per_row;
     const size_t c0 = (it % per_row) * width;
     float acc[kChunk] = {};
@@ -61,7 +57,58 @@ __global__ void encoder_backward_kernel(G* dwte, G* dwpe, const T* dout, const i
   }
 }
 
+// ---- encoder forward ------------------------------------------------------------
+// One work item per 8-element chunk of an output row (kVec: C % 8 == 0 and
+// every table aligned, so chunks never straddle rows) or per element; items
+// of a row are consecutive, so a warp reads consecutive columns of wte and wpe.
+template <typename T, bool kVec>
+__global__ void encoder_forward_kernel(T* out, const int32_t* tokens, const T* wte, const T* wpe,
+                                       int Tn, int C, size_t positions) {
+  const int width = kVec ? kChunk : 1;
+  const size_t per_row = size_t(C / width);
+  const size_t items = positions * per_row;
+  for (size_t it = grid_thread_index(); it < items; it += grid_thread_count()) {
+    const size_t p = it / per_row;
+    const size_t c0 = (it % per_row) * width;
+    const T* e = wte + size_t(tokens[p]) * C + c0;
+    const T* w = wpe + (p % size_t(Tn)) * C + c0;
+    T* o = out + p * C + c0;
+    if (kVec) {
+      float xe[kChunk], xw[kChunk];
+      load8_aligned(e, xe);
+      load8_aligned(w, xw);
+      for (int k = 0; k < kChunk; ++k) xe[k] = xe[k] + xw[k];
+      store8_aligned(o, xe);
+    } else {
+      store_f32(o, load_f32(e) + load_f32(w));
+    }
+  }
+}
+
 }  // namespace
+
+void encoder_forward(DType dt, void* out, const int32_t* tokens, const void* wte, const void* wpe,
+                     int B, int T, int C, Stream stream) {
+  check_shape(B > 0 && T > 0 && C > 0, "encoder_forward",
+              "B=" + std::to_string(B) + " T=" + std::to_string(T) + " C=" + std::to_string(C),
+              "all > 0");
+  const size_t positions = size_t(B) * size_t(T);
+  const bool vec = C % kChunk == 0 && aligned16(out) && aligned16(wte) && aligned16(wpe);
+  with_dtype(dt, [&](auto tag) {
+    using S = decltype(tag);
+    auto* o = static_cast<S*>(out);
+    const auto* e = static_cast<const S*>(wte);
+    const auto* w = static_cast<const S*>(wpe);
+    const size_t items = positions * size_t(vec ? C / kChunk : C);
+    if (vec) {
+      launch(encoder_forward_kernel<S, true>, grid_stride_blocks(items), kGridStrideThreads, 0,
+             stream, "encoder_forward", o, tokens, e, w, T, C, positions);
+    } else {
+      launch(encoder_forward_kernel<S, false>, grid_stride_blocks(items), kGridStrideThreads, 0,
+             stream, "encoder_forward", o, tokens, e, w, T, C, positions);
+    }
+  });
+}
 
 void EncoderBackwardPlan::build(const int32_t* host_tokens, int N) {
   const size_t n = N > 0 ? size_t(N) : 0;
@@ -95,8 +142,7 @@ void encoder_backward(DType dt, DType grad_dt, void* dwte, void* dwpe, const voi
               "all > 0");
   const bool vec = C % kChunk == 0 && aligned16(dwte) && aligned16(dwpe) && aligned16(dout);
   const size_t items = (size_t(T) + size_t(groups)) * size_t(vec ? C / kChunk : C);
-  const unsigned blocks =
-      unsigned(std::max<size_t>(1, std::min(kMaxBlocks, (items + kThreads - 1) / kThreads)));
+  const unsigned blocks = grid_stride_blocks(items);
   const auto* plan = static_cast<const int32_t*>(device_plan);
   with_grad_dtypes(dt, grad_dt, [&](auto tag, auto grad_tag) {
     using S = decltype(tag);
@@ -105,11 +151,11 @@ void encoder_backward(DType dt, DType grad_dt, void* dwte, void* dwpe, const voi
     auto* pe = static_cast<G*>(dwpe);
     const auto* g = static_cast<const S*>(dout);
     if (vec) {
-      launch(encoder_backward_kernel<S, G, true>, blocks, kThreads, 0, stream, "encoder_backward",
-             te, pe, g, plan, groups, B, T, C);
+      launch(encoder_backward_kernel<S, G, true>, blocks, kGridStrideThreads, 0, stream,
+             "encoder_backward", te, pe, g, plan, groups, B, T, C);
     } else {
-      launch(encoder_backward_kernel<S, G, false>, blocks, kThreads, 0, stream, "encoder_backward",
-             te, pe, g, plan, groups, B, T, C);
+      launch(encoder_backward_kernel<S, G, false>, blocks, kGridStrideThreads, 0, stream,
+             "encoder_backward", te, pe, g, plan, groups, B, T, C);
     }
   });
 }

@@ -1,11 +1,10 @@
-// The embedding backward on a CUDA device (kernels/cuda/encoder.cu),
-// deterministic and bit-equal to the CPU's (kernels/cpu/ops_encoder.cpp):
-// dwpe[t] += the sum over b of dout[b,t] (b in order), and dwte[tok] += the sum
-// of dout over the positions holding tok (positions in order), each sum in
-// fp32 and rounded once into the stored value. The grouping of positions by
-// token is planned on the host from the tokens the host already has
-// (EncoderBackwardPlan), uploaded by the caller, and read by the kernel: no
-// atomics, no device sort.
+// The token and position embedding on a CUDA device (kernels/cuda/encoder.cu):
+// the lookup forward, and the backward, deterministic and bit-equal to the CPU's
+// (kernels/cpu/encoder.cpp): dwpe[t] += the sum over b of dout[b,t] (b in order), and dwte[tok] +=
+// the sum of dout over the positions holding tok (positions in order), each sum in fp32 and rounded
+// once into the stored value. The grouping of positions by token is planned on the host from the
+// tokens the host already has (EncoderBackwardPlan), uploaded by the caller, and read by the
+// kernel: no atomics, no device sort.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +15,10 @@
 #include "kernels/cuda/stream.h"
 
 namespace srkit::cuda {
+
+// out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:].
+void encoder_forward(DType dt, void* out, const int32_t* tokens, const void* wte, const void* wpe,
+                     int B, int T, int C, Stream stream);
 
 class EncoderBackwardPlan {
  public:

@@ -26,7 +26,7 @@ class Gemm {
   // Device bytes held outside any op's arguments (the cuBLASLt workspace).
   size_t workspace_bytes() const;
 
-  // The row-major conventions of kernels/cpu/ops.h: out[N,OC] = inp[N,C] @
+  // The row-major conventions of kernels/cpu/elements.h: out[N,OC] = inp[N,C] @
   // weight[OC,C]^T (+ bias[OC], may be null).
   void matmul_forward(DType dt, void* out, const void* inp, const void* weight, const void* bias,
                       int N, int C, int OC);

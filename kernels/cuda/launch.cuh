@@ -7,6 +7,7 @@
 // a bad grid fails in emulation too.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -24,6 +25,21 @@ void check_launch(int code, const char* name);
 // dynamic shared memory <= 48 KiB, the limit without an opt-in).
 int emulated_launch_status(dim3 grid, dim3 block, size_t shared_bytes);
 #endif
+
+// Grid-stride loops (casts, element maps, the embedding): kGridStrideThreads
+// a block and at most kGridStrideMaxBlocks blocks, enough to fill any current
+// GPU several times over, few enough that each thread loops a while.
+inline constexpr int kGridStrideThreads = 256;
+inline constexpr size_t kGridStrideMaxBlocks = 8192;
+inline unsigned grid_stride_blocks(size_t work_items) {
+  return unsigned(std::max<size_t>(
+      1,
+      std::min(kGridStrideMaxBlocks, (work_items + kGridStrideThreads - 1) / kGridStrideThreads)));
+}
+__device__ __forceinline__ size_t grid_thread_index() {
+  return size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ __forceinline__ size_t grid_thread_count() { return size_t(gridDim.x) * blockDim.x; }
 
 template <typename... Params, typename... Args>
 void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes, Stream stream,

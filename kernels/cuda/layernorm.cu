@@ -1,6 +1,6 @@
 // LayerNorm forward, the fused residual + LayerNorm, and backward
 // (kernels/cuda/layernorm.h). Element expressions are the CPU's
-// (kernels/cpu/ops_norm.cpp); the reductions run in an order of their own,
+// (kernels/cpu/layernorm.cpp); the reductions run in an order of their own,
 // fixed by the shape alone, so results are the same bits run to run.
 //
 // Rows (forward, the fused forward, backward's dinp): one warp per row, 8

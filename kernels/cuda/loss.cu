@@ -1,6 +1,6 @@
 // Softmax cross-entropy, the fused classifier and the loss mean
 // (kernels/cuda/loss.h), with the CPU op's element expressions
-// (kernels/cpu/ops_loss.cpp): max subtracted, exp_poly, loss = log(sum) -
+// (kernels/cpu/loss.cpp): max subtracted, exp_poly, loss = log(sum) -
 // (l[target] - max), dlogits = exp_poly(l - max) * (1 / sum) * dloss and
 // (p - 1) * dloss at the target.
 //

@@ -1,6 +1,6 @@
 // Softmax cross-entropy over the first V of Vp logits per row on a CUDA device
 // (kernels/cuda/loss.cu), and the loss mean. Same formulas and element
-// functions as the CPU ops (kernels/cpu/ops_loss.cpp); the row reductions run
+// functions as the CPU ops (kernels/cpu/loss.cpp); the row reductions run
 // in a fixed order of their own (deterministic). targets[i] < 0 means ignore;
 // targets >= V are the caller's error (GPT checks them on the host), and the
 // kernels never read out of bounds for them (such rows are treated as ignored).

@@ -1,9 +1,9 @@
-// Element-wise ops and the embedding lookup on a CUDA device
+// Element-wise ops and the gather on a CUDA device
 // (kernels/cuda/pointwise.cu), callable from plain C++. Each element goes
 // through the same function as the CPU op (kernels/common), in the same order,
 // so results equal the CPU backend's bit for bit. Pointers are device
 // pointers; dt names the storage of every tensor of the op (fp32 arithmetic);
-// work is queued on `stream`. Shapes and conventions: kernels/cpu/ops.h.
+// work is queued on `stream`. Shapes and conventions: kernels/cpu/elements.h.
 #pragma once
 
 #include <cstddef>
@@ -14,10 +14,6 @@
 #include "kernels/cuda/stream.h"
 
 namespace srkit::cuda {
-
-// out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:].
-void encoder_forward(DType dt, void* out, const int32_t* tokens, const void* wte, const void* wpe,
-                     int B, int T, int C, Stream stream);
 
 void gelu_forward(DType dt, void* out, const void* inp, size_t n, Stream stream);
 // dinp (+)= dout * gelu'(inp)

@@ -3,7 +3,7 @@
 // this interface; CpuBackend always exists, CudaBackend implements the same
 // methods when the CUDA backend is built. Pointers are device pointers of the
 // backend; DType says how the tensors an op touches are stored (fp32 arithmetic
-// inside every op). Shapes and numerics of each op: kernels/cpu/ops.h.
+// inside every op). Shapes and numerics of each op: kernels/cpu/elements.h.
 //
 // ## Execution model (docs/architecture.md)
 // - A backend is a stream. Every op is asynchronous with respect to the host on
@@ -131,7 +131,7 @@ class Backend {
   virtual void fill_zero(void* ptr, size_t bytes) = 0;
   virtual void synchronize() {}
 
-  // ---- model ops (see kernels/cpu/ops.h for shapes and conventions) ----
+  // ---- model ops (see kernels/cpu/elements.h for shapes and conventions) ----
   // Element conversion of n values (narrowing rounds to nearest even); from == to copies.
   virtual void convert(DType to, void* dst, DType from, const void* src, size_t n) = 0;
   virtual void encoder_forward(DType dt, void* out, const int32_t* tokens, const void* wte,

@@ -8,9 +8,15 @@
 
 #include "kernels/common/dtype_dispatch.h"
 #include "kernels/cpu/adamw.h"
+#include "kernels/cpu/attention.h"
 #include "kernels/cpu/cast.h"
+#include "kernels/cpu/encoder.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/host_alloc.h"
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/layernorm.h"
+#include "kernels/cpu/loss.h"
+#include "kernels/cpu/pointwise.h"
+#include "kernels/cpu/reduce.h"
 #include "kernels/cpu/workspace.h"
 #include "lib/backend/backend.h"
 

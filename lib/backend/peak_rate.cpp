@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "kernels/common/bf16.h"
-#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemm_tiles.h"
 #include "kernels/cpu/workspace.h"
 #include "lib/util/format.h"
 

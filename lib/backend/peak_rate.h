@@ -22,7 +22,7 @@ struct PeakRate {
 // Highest GFLOP/s of `reps` square n x n x n GEMMs after one untimed call,
 // with the OpenMP/BLAS threads currently set (make_backend sets them). fp32:
 // OpenBLAS's own threaded sgemm (the machine's ceiling for fp32). bf16:
-// srkit's tiled bf16 GEMM (kernels/cpu/gemm.h, the path chosen by
+// srkit's tiled bf16 GEMM (kernels/cpu/gemm_tiles.h, the path chosen by
 // SRKIT_BF16_GEMM), the only bf16 GEMM this build has: the rate the model's
 // bf16 products can reach.
 PeakRate measure_gemm_peak(DType dtype, int n = 1024, int reps = 10);

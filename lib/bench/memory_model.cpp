@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/cuda/scratch_sizes.h"
 #include "lib/model/gpt.h"
 #include "lib/model/param_layout.h"

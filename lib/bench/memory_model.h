@@ -71,7 +71,7 @@ size_t zero_shard_elements(size_t total, int world);
 // The CPU backend's GEMM scratch high-water mark for one training step with
 // `threads` OpenMP threads (0: omp_get_max_threads()). bf16 GEMMs widen, per
 // thread, the operand panels of one output tile into an fp32 workspace
-// (kernels/cpu/gemm.h); the workspace grows to the largest call's need and is
+// (kernels/cpu/gemm_tiles.h); the workspace grows to the largest call's need and is
 // kept, so the peak is the largest cpu::matmul_workspace_floats over the
 // model's GEMMs (N = B*T rows; C->3C, C->C, C->4C, 4C->C, C->Vp), 4 bytes
 // each. fp32 GEMMs work on the arrays: 0.

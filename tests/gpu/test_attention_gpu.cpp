@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "kernels/common/bf16.h"
-#include "kernels/cpu/ops.h"
+#include "kernels/cpu/attention.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/device.h"
 

@@ -2,6 +2,8 @@
 // task widens its q, k, v slices into fp32 thread-local buffers laid out so every
 // inner loop is a contiguous, vectorizable axpy (k and v transposed where the
 // loop runs over key positions); all sums then run in a fixed order.
+#include "kernels/cpu/attention.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -10,7 +12,6 @@
 #include <vector>
 
 #include "kernels/common/math.h"
-#include "kernels/cpu/ops.h"
 
 namespace srkit::cpu {
 namespace {

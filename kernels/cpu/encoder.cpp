@@ -3,13 +3,13 @@
 // positions that hold it. Each sum runs in position order in one thread, so the
 // result is the same for any thread count; bf16 gradients are rounded once,
 // fp32 ones (G = float) not at all.
+#include "kernels/cpu/encoder.h"
+
 #include <algorithm>
 #include <numeric>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include "kernels/cpu/ops.h"
 
 namespace srkit::cpu {
 namespace {

@@ -1,5 +1,7 @@
 // Softmax cross-entropy over the first V of Vp logits per row, and the softmax
 // of one row for sampling. Padding columns (V..Vp) are never read.
+#include "kernels/cpu/loss.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -7,7 +9,6 @@
 #include <string>
 
 #include "kernels/common/math.h"
-#include "kernels/cpu/ops.h"
 
 namespace srkit::cpu {
 namespace {

@@ -1,12 +1,13 @@
 // Element-wise ops: GELU and the residual add, with the element functions of
 // kernels/common/math.h. No reductions, so any split over threads gives the
 // same bits.
+#include "kernels/cpu/pointwise.h"
+
 #include <omp.h>
 
 #include "kernels/common/math.h"
 #include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/isa_target.h"
-#include "kernels/cpu/ops.h"
 
 namespace srkit::cpu {
 namespace {

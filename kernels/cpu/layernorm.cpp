@@ -1,13 +1,14 @@
 // LayerNorm forward/backward. Rows are independent, so they run in parallel; the
 // parameter gradients reduce over rows, which runs per column chunk with the rows
 // in order, so the sums never depend on the thread count.
+#include "kernels/cpu/layernorm.h"
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
 
 #include "kernels/common/math.h"
-#include "kernels/cpu/ops.h"
 
 namespace srkit::cpu {
 namespace {

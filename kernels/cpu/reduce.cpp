@@ -1,9 +1,9 @@
 // sum_squares: the global gradient norm's reduction. Fixed 64K-element chunks,
 // each summed in fp64 by one thread, the chunk sums added in chunk order: the
 // same bits for any thread count.
-#include <vector>
+#include "kernels/cpu/reduce.h"
 
-#include "kernels/cpu/ops.h"
+#include <vector>
 
 namespace srkit::cpu {
 
