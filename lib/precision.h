@@ -1,6 +1,6 @@
 // Precision strategies: per component, the storage type and the rounding of
-// weights, master weights, gradients and AdamW moments (DESIGN.md, "Precision
-// strategies"). A preset is a named value of PrecisionStrategy; a spec string
+// weights, master weights, gradients and AdamW moments (docs/architecture.md,
+// "Precision strategies"). A preset is a named value of PrecisionStrategy; a spec string
 // "PRESET[:key=value,...]" overrides components of a preset.
 #pragma once
 

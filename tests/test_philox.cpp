@@ -22,7 +22,7 @@ struct Kat {
   uint32_t ctr[4], key[2], out[4];
 };
 
-// Random123's kat_vectors for philox4x32_10 (also listed in DESIGN.md).
+// Random123's kat_vectors for philox4x32_10 (also listed in docs/architecture.md).
 TEST(Philox, Random123KnownAnswers) {
   const Kat kats[] = {
       {{0, 0, 0, 0}, {0, 0}, {0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u}},

@@ -1,4 +1,4 @@
-// Precision strategies (lib/precision.h): the presets of DESIGN.md's table, the
+// Precision strategies (lib/precision.h): the presets of docs/architecture.md's table, the
 // "PRESET[:key=value,...]" override syntax, and every way a spec can be wrong.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Element math shared by the CPU ops and the CUDA kernels (DESIGN.md, "one
+// Element math shared by the CPU ops and the CUDA kernels (docs/architecture.md, "One
 // math, two devices"): written so that GCC vectorizes the CPU loops that call it
 // (glibc's expf/tanhf are scalar calls without -ffast-math, which made softmax
 // and GELU cost more than the GEMMs around them), host+device and free of libm,

@@ -1,4 +1,4 @@
-// The random-bits contract (DESIGN.md): the 16 random bits that stochastic
+// The random-bits contract (docs/architecture.md): the 16 random bits that stochastic
 // rounding consumes for one element are a pure function of
 //   (seed, purpose, optimizer step, global element index)
 // and of nothing else: not threads, sharding, world size or device.

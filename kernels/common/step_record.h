@@ -1,7 +1,7 @@
 // The one small record each data-parallel rank contributes to an optimizer
 // step, and the gradient clip derived from all of them. Both stay on the device
 // during the step: the optimizer reads the clip factor there, and the host reads
-// the records once, after the step (DESIGN.md, "the backend is a stream").
+// the records once, after the step (docs/architecture.md, "The backend: a stream").
 //
 // A rank's record is `StepRecord::doubles(A)` doubles for A micro-batches:
 //   [kSignal]     the stop signal the rank saw (0: none)

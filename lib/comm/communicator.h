@@ -3,7 +3,7 @@
 // between GPUs). lib/comm/ holds the interface (here), the implementations
 // (single_, mpi_, nccl_communicator) and the factory (make_communicator.cpp).
 //
-// Shared randomness (DESIGN.md) needs every replica to hold the same bits after
+// Shared randomness (docs/architecture.md) needs every replica to hold the same bits after
 // a reduction, so reductions here are not "whatever the library does": the CPU
 // implementations sum in rank order in fp32 (reduce_in_rank_order below) and
 // then distribute one copy of each reduced block, which is bit-identical on every

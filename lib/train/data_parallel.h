@@ -3,7 +3,7 @@
 // holds optimizer state only for it). With one rank every collective is the
 // identity and the run is exactly the single-process one.
 //
-// Why replicas stay bit-identical (DESIGN.md, "shared randomness"): after
+// Why replicas stay bit-identical (docs/architecture.md, "shared randomness"): after
 // reduce_gradients() every rank holds the same bits of the reduced gradients
 // (the communicator distributes one rank-order sum), the gradient norm is
 // combined from the same per-shard partial sums in rank order on every rank, and

@@ -1,4 +1,4 @@
-// The JSONL metrics log of a run (one JSON object per line, DESIGN.md
+// The JSONL metrics log of a run (one JSON object per line, docs/architecture.md
 // "Formats"), written by the lead rank only.
 //
 // Crash safety: every record is one write(2) of the whole line, newline

@@ -1,5 +1,5 @@
 // How closely a device backend must agree with the CPU backend, op by op
-// (DESIGN.md, "one math, two devices"). Bit-exact where both devices run the
+// (docs/architecture.md, "One math, two devices"). Bit-exact where both devices run the
 // same element rule from kernels/common in the same order: convert, encoder
 // forward and backward (the backward's per-token sums run in position order on
 // both), residual, GELU forward and backward, gather, grad_clip, and every
