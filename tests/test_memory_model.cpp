@@ -46,11 +46,11 @@ TEST(MemoryModel, ActivationListMatchesClosedFormAndWhatTheModelAllocates) {
     const GPTConfig c = gpt_preset(name);
     for (DType dt : {DType::kF32, DType::kBF16}) {
       size_t listed = 0;
-      for (const ActivationBuffer& b : GPT::activation_buffers(c, dt, 3, 17, "cpu")) {
+      for (const ActivationBuffer& b : GPT::activation_buffers(c, dt, 3, 17, DeviceKind::kCpu)) {
         EXPECT_TRUE(b.layers == 1 || b.layers == c.num_layers) << b.name;
         listed += b.bytes;
       }
-      EXPECT_EQ(listed, GPT::activation_bytes(c, dt, 3, 17, "cpu"));
+      EXPECT_EQ(listed, GPT::activation_bytes(c, dt, 3, 17, DeviceKind::kCpu));
       EXPECT_EQ(listed, closed_form_activations(c, dtype_size(dt), 3, 17)) << name;
     }
   }
@@ -62,7 +62,7 @@ TEST(MemoryModel, ActivationListMatchesClosedFormAndWhatTheModelAllocates) {
   std::vector<int32_t> tokens(2 * 16, 5);
   model.forward(tokens.data(), tokens.data(), 2, 16);
   EXPECT_EQ(backend->memory().peak[int(MemCategory::kActivations)],
-            GPT::activation_bytes(c, DType::kBF16, 2, 16, "cpu"));
+            GPT::activation_bytes(c, DType::kBF16, 2, 16, DeviceKind::kCpu));
 }
 
 TEST(MemoryModel, StateBytesPerElementFollowTheStrategy) {
@@ -158,7 +158,8 @@ TEST(MemoryModel, RecomputationKeepsLayerInputsAndOneLayer) {
   s.recompute = true;
   const MemoryEstimate on = estimate_memory(s);
   size_t expect = size_t(32) * 2048 * 4096 * 2;  // checkpoints: L x [B,T,C] bf16
-  for (const ActivationBuffer& b : GPT::activation_buffers(s.model, DType::kBF16, 1, 2048, "cpu")) {
+  for (const ActivationBuffer& b :
+       GPT::activation_buffers(s.model, DType::kBF16, 1, 2048, DeviceKind::kCpu)) {
     expect += b.bytes / size_t(b.layers);
   }
   EXPECT_EQ(on.activations, expect);

@@ -10,7 +10,7 @@
 #include "lib/backend/backend.h"
 #include "lib/bench/flops.h"
 #include "lib/bench/list_args.h"
-#include "lib/bench/peak.h"
+#include "lib/bench/peak_rate.h"
 #include "lib/bench/process_memory.h"
 #include "lib/bench/train_matrix.h"
 #include "lib/bench/train_report.h"

@@ -5,9 +5,9 @@
 #pragma once
 
 #include <cstddef>
-#include <string>
 
 #include "kernels/common/dtype.h"
+#include "lib/backend/device_kind.h"
 
 namespace srkit {
 
@@ -16,7 +16,7 @@ struct AttentionSizes {
   size_t scratch = 0;          // bytes of working space shared by all layers
 };
 
-// device: "cpu" or "cuda" (Backend::name()). Throws std::invalid_argument otherwise.
+// device: the backend's kind (Backend::kind()).
 //   cpu:  state = the attention matrix att [B,NH,T,T] in dt; no scratch (the
 //         kernels work in per-thread buffers).
 //   cuda: state = each softmax row's maximum and sum [B,NH,T] x 2 fp32 (the
@@ -24,6 +24,6 @@ struct AttentionSizes {
 //         q, k, v and output (or its gradient) [B,NH,T,hs] in dt, the q, k, v
 //         gradients [B,NH,T,hs] in fp32, the scores [B,NH,T,T] in fp32 and the
 //         probabilities [B,NH,T,T] in dt (kernels/cuda/attention_layout.h).
-AttentionSizes attention_sizes(const std::string& device, DType dt, int B, int T, int C, int NH);
+AttentionSizes attention_sizes(DeviceKind device, DType dt, int B, int T, int C, int NH);
 
 }  // namespace srkit

@@ -46,7 +46,7 @@
 #include "kernels/common/step_record.h"
 #include "kernels/cuda/stream.h"
 #include "lib/backend/attention_sizes.h"
-#include "lib/backend/peak_rate.h"
+#include "lib/backend/device_kind.h"
 #include "lib/util/system_memory.h"
 
 namespace srkit {
@@ -103,12 +103,9 @@ class AdamWPlan {
 class Backend {
  public:
   virtual ~Backend() = default;
-  virtual std::string name() const = 0;  // "cpu" or "cuda": the key of attention_sizes()
+  virtual DeviceKind kind() const = 0;                           // the key of attention_sizes()
+  std::string name() const { return device_kind_name(kind()); }  // "cpu" or "cuda", for messages
   virtual std::string description() const = 0;
-  // The rate MFU divides by for GEMMs of `compute` operands
-  // (lib/backend/peak_rate.h): the CPU's measured GEMM rate, a GPU's datasheet
-  // dense rate. Throws std::invalid_argument when unknown.
-  virtual PeakRate peak_rate(DType compute) = 0;
   // The stream a communicator orders its collectives after
   // (Communicator::use_stream); nullptr for the CPU.
   virtual cuda::Stream native_stream() const { return nullptr; }
@@ -174,7 +171,7 @@ class Backend {
   // bytes, written by forward and read by backward; scratch: the shared
   // attention_sizes().scratch bytes (may be null when that is 0).
   AttentionSizes attention_sizes(DType dt, int B, int T, int C, int NH) const {
-    return srkit::attention_sizes(name(), dt, B, T, C, NH);
+    return srkit::attention_sizes(kind(), dt, B, T, C, NH);
   }
   virtual void attention_forward(DType dt, void* out, void* state, void* scratch, const void* inp,
                                  int B, int T, int C, int NH) = 0;

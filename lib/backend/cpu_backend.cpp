@@ -62,11 +62,10 @@ class CpuBackend final : public Backend {
   }
   ~CpuBackend() override = default;
 
-  std::string name() const override { return "cpu"; }
+  DeviceKind kind() const override { return DeviceKind::kCpu; }
   std::string description() const override {
     return "CPU (" + std::to_string(threads_) + " OpenMP threads, OpenBLAS sgemm)";
   }
-  PeakRate peak_rate(DType compute) override { return measure_gemm_peak(compute); }
 
   void copy(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
   void fill_zero(void* ptr, size_t bytes) override { std::memset(ptr, 0, bytes); }

@@ -71,22 +71,12 @@ class CudaBackend final : public Backend {
     cuda::stream_destroy(stream_);
   }
 
-  std::string name() const override { return "cuda"; }
+  DeviceKind kind() const override { return DeviceKind::kCuda; }
   std::string description() const override { return "CUDA: " + cuda::device_description(); }
   AvailableMemory available_memory() const override {
     size_t free_bytes = 0, total_bytes = 0;
     cuda::memory_info(&free_bytes, &total_bytes);
     return {free_bytes, "free memory of " + cuda::device_description() + " (cudaMemGetInfo)"};
-  }
-  PeakRate peak_rate(DType compute) override {
-    const std::string device = cuda::device_description();
-    if (cuda::emulated()) return {0.0, device + ": no peak rate"};
-    const std::string what = compute == DType::kF32 ? "fp32" : "dense bf16";
-    if (const auto g = datasheet_gflops(device, compute)) {
-      return {*g, "datasheet " + what + ": " + device};
-    }
-    throw std::invalid_argument("--peak-gflops: no datasheet " + what + " rate for " + device +
-                                "; give the device's peak GFLOP/s");
   }
   cuda::Stream native_stream() const override { return stream_; }
 

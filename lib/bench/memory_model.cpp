@@ -79,7 +79,7 @@ namespace {
 // bound by one [B,T,C] slice: the recomputed layer's output is also the next
 // layer's checkpoint.
 size_t recompute_activation_bytes(const GPTConfig& config, DType dtype, int B, int T,
-                                  const std::string& device) {
+                                  DeviceKind device) {
   size_t total = size_t(config.num_layers) * size_t(B) * size_t(T) * size_t(config.channels) *
                  dtype_size(dtype);
   for (const ActivationBuffer& b : GPT::activation_buffers(config, dtype, B, T, device)) {
@@ -116,8 +116,7 @@ MemoryEstimate estimate_memory(const MemoryScenario& s) {
   require(T >= 1 && T <= s.model.max_seq_len, "--seq-len " + std::to_string(T) + " outside [1, " +
                                                   std::to_string(s.model.max_seq_len) + "] for " +
                                                   s.model.name);
-  require(s.device == "cpu" || s.device == "cuda",
-          "--device: expected cpu or cuda (got '" + s.device + "')");
+  const DeviceKind device = parse_device_kind(s.device);
 
   const ParamLayout layout(s.model);
   const AdamWArrayBytes per = adamw_array_bytes(s.strategy.rule);
@@ -140,15 +139,15 @@ MemoryEstimate estimate_memory(const MemoryScenario& s) {
     e.grads = P * per.grads;
     if (s.zero == 1) reduced = shard * size_t(s.world);
   }
-  e.activations = s.recompute ? recompute_activation_bytes(s.model, dt, s.batch, T, s.device)
-                              : GPT::activation_bytes(s.model, dt, s.batch, T, s.device);
+  e.activations = s.recompute ? recompute_activation_bytes(s.model, dt, s.batch, T, device)
+                              : GPT::activation_bytes(s.model, dt, s.batch, T, device);
   e.step_record =
       DataParallel::step_buffer_bytes(s.world, /*grad_accum=*/1, layout.group_ranges().size());
   e.compute_copies = size_t(s.strategy.transient_bytes_per_param() * double(P));
-  if (s.device == "cuda") {
+  if (device == DeviceKind::kCuda) {
     e.scratch = cuda_scratch_bytes(s.model, s.batch, T, shard);
   }
-  if (s.device == "cpu") {
+  if (device == DeviceKind::kCpu) {
     e.scratch = cpu_gemm_scratch_bytes(s.model, dt, s.batch, T, s.threads);
     // The MPI communicator's rank-order reduction receives every rank's block
     // of this rank's share: W slots of ceil(n / W) elements (one unused).

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "lib/backend/backend.h"
-#include "lib/bench/peak.h"
+#include "lib/bench/peak_rate.h"
 #include "lib/precision.h"
 
 namespace srkit {

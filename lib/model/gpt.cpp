@@ -179,7 +179,7 @@ void GPT::free_activations() {
 }
 
 void GPT::bind_activations(Acts& a, const GPTConfig& config, DType dtype, int B, int T,
-                           const std::string& device,
+                           DeviceKind device,
                            const std::function<void*(const ActivationBuffer&)>& alloc) {
   const size_t L = config.num_layers, C = config.channels;
   const size_t Vp = config.padded_vocab_size();
@@ -233,7 +233,7 @@ void GPT::bind_activations(Acts& a, const GPTConfig& config, DType dtype, int B,
 }
 
 std::vector<ActivationBuffer> GPT::activation_buffers(const GPTConfig& config, DType dtype, int B,
-                                                      int T, const std::string& device) {
+                                                      int T, DeviceKind device) {
   std::vector<ActivationBuffer> out;
   Acts unbound;
   bind_activations(unbound, config, dtype, B, T, device, [&](const ActivationBuffer& b) -> void* {
@@ -244,7 +244,7 @@ std::vector<ActivationBuffer> GPT::activation_buffers(const GPTConfig& config, D
 }
 
 size_t GPT::activation_bytes(const GPTConfig& config, DType dtype, int B, int T,
-                             const std::string& device) {
+                             DeviceKind device) {
   size_t total = 0;
   for (const ActivationBuffer& b : activation_buffers(config, dtype, B, T, device)) {
     total += b.bytes;
@@ -261,7 +261,7 @@ void GPT::ensure_activations(int B, int T) {
   if (acts_ && B <= cap_B_ && T <= cap_T_) return;
   free_activations();
   acts_ = new Acts();
-  bind_activations(*acts_, config_, compute_, B, T, backend_.name(),
+  bind_activations(*acts_, config_, compute_, B, T, backend_.kind(),
                    [&](const ActivationBuffer& b) {
                      void* p = backend_.allocate(b.bytes, MemCategory::kActivations);
                      acts_->all.push_back(p);

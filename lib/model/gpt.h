@@ -96,19 +96,19 @@ class GPT {
   void set_timers(PhaseTimers* timers) { timers_ = timers; }
 
   // Every activation buffer a forward/backward over [B, T] allocates on `device`
-  // (Backend::name()), in allocation order, for activations of dtype `dtype`
+  // (Backend::kind()), in allocation order, for activations of dtype `dtype`
   // (the compute dtype). ensure_activations() allocates exactly this list, so
   // memory models (lib/bench/memory_model.h) and the model share one source.
   static std::vector<ActivationBuffer> activation_buffers(const GPTConfig& config, DType dtype,
-                                                          int B, int T, const std::string& device);
+                                                          int B, int T, DeviceKind device);
   static size_t activation_bytes(const GPTConfig& config, DType dtype, int B, int T,
-                                 const std::string& device);
+                                 DeviceKind device);
 
  private:
   struct Acts;
   // Binds every pointer of `acts` to alloc(buffer) for the buffers of a [B, T] batch.
   static void bind_activations(Acts& acts, const GPTConfig& config, DType dtype, int B, int T,
-                               const std::string& device,
+                               DeviceKind device,
                                const std::function<void*(const ActivationBuffer&)>& alloc);
   void ensure_activations(int B, int T);
   void free_activations();

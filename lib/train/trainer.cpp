@@ -391,7 +391,7 @@ void Trainer::State::check_model_memory() {
   const MemoryEstimate e = run_memory_estimate(c_, world_);
   const uint64_t staging = lead_ ? checkpoint_staging_bytes(e, world_, c_.zero) : 0;
   const std::string advice = "reduce --batch or --seq-len, or use a smaller model";
-  if (backend_->name() == "cpu") {
+  if (backend_->kind() == DeviceKind::kCpu) {
     require_memory("this run on the CPU", uint64_t(e.total()) + staging,
                    describe_estimate(e) + ", checkpoint staging " + human_bytes(staging),
                    backend_->available_memory(), advice);

@@ -1,16 +1,16 @@
-// The peak FLOP/s that MFU divides by, per compute dtype, as each backend
-// knows it: on CPU the rate this machine's GEMMs of that dtype reach, measured
-// at start with the threads in use; on a GPU the datasheet dense rate of the
-// device for that dtype (bf16 tensor cores; fp32 without TF32, which srkit does
-// not use). A bf16 step is measured against the bf16 peak and an fp32 step
-// against the fp32 one, so neither reads above 100% nor near 0 for want of the
-// other's rate.
+// The peak FLOP/s that sr-bench's MFU divides by, per compute dtype: the
+// user's --peak-gflops (for every dtype), or as each device is known: on CPU the rate this
+// machine's GEMMs of that dtype reach, measured at start with the threads in use; on a GPU the
+// datasheet dense rate of the device for that dtype (bf16 tensor cores; fp32 without TF32, which
+// srkit does not use). A bf16 step is measured against the bf16 peak and an fp32 step against the
+// fp32 one, so neither reads above 100% nor near 0 for want of the other's rate.
 #pragma once
 
 #include <optional>
 #include <string>
 
 #include "kernels/common/dtype.h"
+#include "lib/backend/backend.h"
 
 namespace srkit {
 
@@ -32,5 +32,12 @@ PeakRate measure_gemm_peak(DType dtype, int n = 1024, int reps = 10);
 // "NVIDIA A100-SXM4-80GB", ...): bf16 on tensor cores, fp32 on the CUDA
 // cores; nullopt for a device not in the table.
 std::optional<double> datasheet_gflops(const std::string& device_name, DType dtype);
+
+// override_gflops when > 0; else on the CPU measure_gemm_peak(compute), on a
+// GPU its datasheet rate (found in Backend::description(), which names the
+// device), in the CUDA emulation 0 ("no peak rate"). Throws
+// std::invalid_argument naming --peak-gflops for a GPU not in the datasheet
+// table.
+PeakRate device_peak(const Backend& backend, double override_gflops, DType compute);
 
 }  // namespace srkit

@@ -1,4 +1,4 @@
-#include "lib/backend/peak_rate.h"
+#include "lib/bench/peak_rate.h"
 
 #include <algorithm>
 #include <chrono>
@@ -78,6 +78,22 @@ std::optional<double> datasheet_gflops(const std::string& name, DType dtype) {
     }
   }
   return std::nullopt;
+}
+
+PeakRate device_peak(const Backend& backend, double override_gflops, DType compute) {
+  if (override_gflops > 0.0) return {override_gflops, "--peak-gflops"};
+  if (backend.kind() == DeviceKind::kCpu) return measure_gemm_peak(compute);
+  const std::string device = backend.description();
+#if defined(SRKIT_CUDA_EMU)
+  return {0.0, device + ": no peak rate"};
+#else
+  const std::string what = compute == DType::kF32 ? "fp32" : "dense bf16";
+  if (const auto g = datasheet_gflops(device, compute)) {
+    return {*g, "datasheet " + what + ": " + device};
+  }
+  throw std::invalid_argument("--peak-gflops: no datasheet " + what + " rate for " + device +
+                              "; give the device's peak GFLOP/s");
+#endif
 }
 
 }  // namespace srkit
