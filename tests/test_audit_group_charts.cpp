@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "lib/audit/group_charts.h"
+#include "lib/charts/group_charts.h"
 #include "lib/audit/run_log.h"
 #include "lib/util/svg_panels.h"
 #include "lib/util/temp_dir.h"

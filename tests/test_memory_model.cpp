@@ -1,4 +1,4 @@
-// The analytic memory model (lib/bench/memory_model.h): closed-form known
+// The analytic memory model (lib/train/memory_model.h): closed-form known
 // answers for every term, the ZeRO / recomputation / communication rules, and
 // the validation the issue asks for: for every strategy preset on the presets
 // that train here (tiny, and d4 at a small batch), the model's prediction
@@ -11,7 +11,7 @@
 
 #include "lib/backend/backend.h"
 #include "lib/bench/bench_run.h"
-#include "lib/bench/memory_model.h"
+#include "lib/train/memory_model.h"
 #include "lib/model/gpt.h"
 #include "lib/model/param_layout.h"
 #include "lib/precision.h"

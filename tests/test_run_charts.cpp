@@ -1,5 +1,5 @@
-// The figures sr-train --compare (lib/train/compare_chart.h) and sr-bench
-// train --svg (lib/bench/train_chart.h) draw: the moving average, curves from
+// The figures sr-train --compare (lib/charts/compare_chart.h) and sr-bench
+// train --svg (lib/charts/train_chart.h) draw: the moving average, curves from
 // a run log, one line per strategy in each loss panel with one colour per
 // strategy across panels, memory stacked by category, bench bars per cell.
 #include <gtest/gtest.h>
@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/bench/train_chart.h"
-#include "lib/train/compare_chart.h"
+#include "lib/charts/train_chart.h"
+#include "lib/charts/compare_chart.h"
 #include "lib/util/format.h"
 #include "tests/test_svg_support.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/bench/memory_model.h"
+#include "lib/train/memory_model.h"
 #include "lib/precision.h"
 #include "tests/run_command.h"
 #include "tests/test_paths.h"

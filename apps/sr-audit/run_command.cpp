@@ -10,7 +10,7 @@
 #include "apps/common/flag_checks.h"
 #include "apps/sr-audit/read_log.h"
 #include "apps/sr-audit/subcommand.h"
-#include "lib/audit/group_charts.h"
+#include "lib/charts/group_charts.h"
 #include "lib/audit/run_log.h"
 #include "lib/util/atomic_file.h"
 #include "lib/util/svg.h"

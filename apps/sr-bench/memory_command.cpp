@@ -1,4 +1,4 @@
-// sr-bench memory: the analytic per-rank memory model (lib/bench/memory_model.h)
+// sr-bench memory: the analytic per-rank memory model (lib/train/memory_model.h)
 // as a table, optionally checked against a real training step (--measure).
 #include <cstdio>
 #include <string>

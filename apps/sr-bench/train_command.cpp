@@ -6,7 +6,7 @@
 #include "apps/sr-bench/subcommand.h"
 #include "lib/bench/list_args.h"
 #include "lib/bench/text_file.h"
-#include "lib/bench/train_chart.h"
+#include "lib/charts/train_chart.h"
 #include "lib/bench/train_matrix.h"
 #include "lib/bench/train_report.h"
 #include "lib/model/gpt_config.h"

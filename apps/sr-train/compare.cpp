@@ -9,7 +9,7 @@
 #include "lib/audit/run_log.h"
 #include "lib/bench/list_args.h"
 #include "lib/precision.h"
-#include "lib/train/compare_chart.h"
+#include "lib/charts/compare_chart.h"
 #include "lib/train/trainer.h"
 #include "lib/util/atomic_file.h"
 #include "lib/util/format.h"
@@ -75,7 +75,7 @@ std::string chart_path(const std::string& json_file) {
   return p.string();
 }
 
-// The figure of the runs (lib/train/compare_chart.h), from their JSONL logs.
+// The figure of the runs (lib/charts/compare_chart.h), from their JSONL logs.
 // A log that cannot be read (a run stopped before its first step record)
 // leaves its strategy without loss curves, named on stderr: the comparison
 // itself is done and its table and JSON are written.

@@ -1,6 +1,6 @@
 // The device scratch of the CUDA ops, as plain arithmetic (header-only): the
 // kernels size their partitions with these functions and the memory model
-// (lib/bench/memory_model.cpp, --device cuda) adds the same bytes, so it can
+// (lib/train/memory_model.cpp, --device cuda) adds the same bytes, so it can
 // be exact without the CUDA backend being built.
 #pragma once
 

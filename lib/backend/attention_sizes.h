@@ -1,6 +1,6 @@
 // What causal self-attention keeps per layer for backward, and the scratch it
 // shares across layers, per backend (Backend::attention_sizes). The model
-// allocates exactly these bytes, and the memory model (lib/bench/memory_model.h)
+// allocates exactly these bytes, and the memory model (lib/train/memory_model.h)
 // asks the same function, so its activation term stays exact for every device.
 #pragma once
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/bench/memory_model.h"
+#include "lib/train/memory_model.h"
 
 namespace srkit {
 

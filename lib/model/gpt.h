@@ -98,7 +98,7 @@ class GPT {
   // Every activation buffer a forward/backward over [B, T] allocates on `device`
   // (Backend::kind()), in allocation order, for activations of dtype `dtype`
   // (the compute dtype). ensure_activations() allocates exactly this list, so
-  // memory models (lib/bench/memory_model.h) and the model share one source.
+  // memory models (lib/train/memory_model.h) and the model share one source.
   static std::vector<ActivationBuffer> activation_buffers(const GPTConfig& config, DType dtype,
                                                           int B, int T, DeviceKind device);
   static size_t activation_bytes(const GPTConfig& config, DType dtype, int B, int T,

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "lib/bench/memory_model.h"
+#include "lib/train/memory_model.h"
 #include "lib/train/train_config.h"
 #include "lib/util/system_memory.h"
 

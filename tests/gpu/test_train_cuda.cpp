@@ -14,7 +14,7 @@
 
 #include "lib/backend/make_backend.h"
 #include "lib/bench/bench_run.h"
-#include "lib/bench/memory_model.h"
+#include "lib/train/memory_model.h"
 #include "lib/model/gpt_config.h"
 #include "lib/precision.h"
 #include "lib/train/trainer.h"

@@ -1,4 +1,4 @@
-#include "lib/audit/group_charts.h"
+#include "lib/charts/group_charts.h"
 
 #include <map>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-#include "lib/bench/memory_model.h"
+#include "lib/train/memory_model.h"
 
 #include <omp.h>
 

@@ -1,4 +1,4 @@
-#include "lib/bench/train_chart.h"
+#include "lib/charts/train_chart.h"
 
 #include <algorithm>
 #include <cmath>

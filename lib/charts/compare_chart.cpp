@@ -1,4 +1,4 @@
-#include "lib/train/compare_chart.h"
+#include "lib/charts/compare_chart.h"
 
 #include <stdexcept>
 
