@@ -11,7 +11,7 @@
 
 #include "lib/charts/group_charts.h"
 #include "lib/audit/run_log.h"
-#include "lib/util/svg_panels.h"
+#include "lib/util/svg.h"
 #include "lib/util/temp_dir.h"
 
 namespace srkit::audit {

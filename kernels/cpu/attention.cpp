@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/common/math.h"
+#include "kernels/common/softmax.h"
 
 namespace srkit::cpu {
 namespace {
@@ -143,7 +143,7 @@ template <typename T>
 void attention_forward(T* out, T* att, const T* inp, int B, int Tn, int C, int NH) {
   check_shape("attention_forward", B, Tn, C, NH);
   const int hs = C / NH;
-  const float scale = 1.0f / std::sqrt(float(hs));
+  const float scale = attention_scale(hs);
   const size_t C3 = 3 * size_t(C), TT = size_t(Tn) * Tn;
 #pragma omp parallel if (parallel : size_t(B) * Tn * Tn * C >= kParallelMinWork)
   {
@@ -187,7 +187,7 @@ void attention_forward(T* out, T* att, const T* inp, int B, int Tn, int C, int N
             float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
             for (int t2 = 0; t2 < n; ++t2) {
-              st[t2] = exp_poly(st[t2] - mx);
+              st[t2] = softmax_term(st[t2], mx);
               sum += st[t2];
             }
             const float inv = 1.0f / sum;
@@ -223,7 +223,7 @@ void attention_backward(T* dinp, GradWrite dinp_mode, const T* dout, const T* in
   check_shape("attention_backward", B, Tn, C, NH);
   const bool acc = dinp_mode == GradWrite::kAccumulate;
   const int hs = C / NH;
-  const float scale = 1.0f / std::sqrt(float(hs));
+  const float scale = attention_scale(hs);
   const size_t C3 = 3 * size_t(C), TT = size_t(Tn) * Tn;
   const size_t THS = size_t(Tn) * hs;
 #pragma omp parallel if (parallel : size_t(B) * Tn * Tn * C >= kParallelMinWork)

@@ -8,12 +8,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/common/math.h"
+#include "kernels/common/layernorm.h"
 
 namespace srkit::cpu {
 namespace {
-
-constexpr float kEps = kLayerNormEps;
 
 void check_shape(const char* op, int N, int C) {
   if (N <= 0 || C <= 0) {
@@ -43,11 +41,11 @@ void layernorm_forward(T* out, float* mean, float* rstd, const T* inp, const T* 
       const float d = to_f32(x[i]) - m;
       sq += d * d;
     }
-    const float s = 1.0f / std::sqrt(sq / float(C) + kEps);
+    const float s = layernorm_rstd(sq, C);
 #pragma omp simd
     for (size_t i = 0; i < c; ++i) {
-      const float norm = (to_f32(x[i]) - m) * s;
-      o[i] = from_f32<T>(norm * to_f32(weight[i]) + to_f32(bias[i]));
+      const float norm = layernorm_norm(to_f32(x[i]), m, s);
+      o[i] = from_f32<T>(layernorm_out(norm, to_f32(weight[i]), to_f32(bias[i])));
     }
     mean[n] = m;
     rstd[n] = s;
@@ -73,8 +71,8 @@ void layernorm_backward(T* dinp, GradWrite dinp_mode, G* dweight, G* dbias, Grad
     float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
 #pragma omp simd reduction(+ : dnorm_mean, dnorm_norm_mean)
     for (size_t i = 0; i < c; ++i) {
-      const float norm = (to_f32(x[i]) - m) * s;
-      const float dnorm = to_f32(weight[i]) * to_f32(g[i]);
+      const float norm = layernorm_norm(to_f32(x[i]), m, s);
+      const float dnorm = layernorm_dnorm(to_f32(weight[i]), to_f32(g[i]));
       dnorm_mean += dnorm;
       dnorm_norm_mean += dnorm * norm;
     }
@@ -82,9 +80,9 @@ void layernorm_backward(T* dinp, GradWrite dinp_mode, G* dweight, G* dbias, Grad
     dnorm_norm_mean /= float(C);
 #pragma omp simd
     for (size_t i = 0; i < c; ++i) {
-      const float norm = (to_f32(x[i]) - m) * s;
-      const float dnorm = to_f32(weight[i]) * to_f32(g[i]);
-      const float d = (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
+      const float norm = layernorm_norm(to_f32(x[i]), m, s);
+      const float dnorm = layernorm_dnorm(to_f32(weight[i]), to_f32(g[i]));
+      const float d = layernorm_dx(dnorm, dnorm_mean, norm, dnorm_norm_mean, s);
       dx[i] = from_f32<T>(grad_base(dx[i], acc_dinp) + d);
     }
   }
@@ -103,7 +101,7 @@ void layernorm_backward(T* dinp, GradWrite dinp_mode, G* dweight, G* dbias, Grad
 #pragma omp simd
       for (size_t j = 0; j < w; ++j) {
         const float gj = to_f32(g[j]);
-        dw[j] += (to_f32(x[j]) - m) * s * gj;
+        dw[j] += layernorm_norm(to_f32(x[j]), m, s) * gj;
         db[j] += gj;
       }
     }

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/common/math.h"
+#include "kernels/common/softmax.h"
 
 namespace srkit::cpu {
 namespace {
@@ -44,7 +44,7 @@ SoftmaxStats softmax_stats(const T* l, int V) {
   for (int v = 0; v < V; ++v) mx = std::max(mx, to_f32(l[v]));
   float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
-  for (int v = 0; v < V; ++v) sum += exp_poly(to_f32(l[v]) - mx);
+  for (int v = 0; v < V; ++v) sum += softmax_term(to_f32(l[v]), mx);
   return {mx, sum};
 }
 
@@ -64,8 +64,7 @@ void crossentropy_forward(float* losses, const T* logits, const int32_t* targets
     }
     const T* l = logits + size_t(i) * Vp;
     const SoftmaxStats st = softmax_stats(l, V);
-    // -log softmax[tgt] = log(sum) - (l[tgt] - max)
-    losses[i] = std::log(st.sum) - (to_f32(l[tgt]) - st.max);
+    losses[i] = crossentropy_loss(st.sum, to_f32(l[tgt]), st.max);
   }
 }
 
@@ -87,8 +86,9 @@ void crossentropy_backward(T* dlogits, const T* logits, const int32_t* targets, 
       // Element-wise read-then-write, so d may alias l. The one-hot term is
       // applied after the loop: a per-element select would keep it scalar.
 #pragma omp simd
-      for (int v = 0; v < V; ++v) d[v] = from_f32<T>(exp_poly(to_f32(l[v]) - st.max) * inv * dloss);
-      d[tgt] = from_f32<T>((exp_poly(l_tgt - st.max) * inv - 1.0f) * dloss);
+      for (int v = 0; v < V; ++v)
+        d[v] = from_f32<T>(softmax_prob(to_f32(l[v]), st.max, inv) * dloss);
+      d[tgt] = from_f32<T>((softmax_prob(l_tgt, st.max, inv) - 1.0f) * dloss);
       written = V;
     }
     for (int v = written; v < Vp; ++v) d[v] = T{};
@@ -102,7 +102,7 @@ void softmax_row(float* probs, const T* logits, int V) {
   const SoftmaxStats st = softmax_stats(logits, V);
   const float inv = 1.0f / st.sum;
 #pragma omp simd
-  for (int v = 0; v < V; ++v) probs[v] = exp_poly(to_f32(logits[v]) - st.max) * inv;
+  for (int v = 0; v < V; ++v) probs[v] = softmax_prob(to_f32(logits[v]), st.max, inv);
 }
 
 #define SRKIT_INSTANTIATE(T)                                                                  \

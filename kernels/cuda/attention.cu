@@ -27,7 +27,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/common/math.h"
+#include "kernels/common/softmax.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/elements.cuh"
 #include "kernels/cuda/launch.cuh"
@@ -190,7 +190,7 @@ __global__ void softmax_causal(const float* __restrict__ scores, T* __restrict__
   for (int j = lane; j < n; j += kWarpSize) mx = max_of(mx, s[j]);
   mx = warp_max(mx);
   float sum = 0.0f;
-  for (int j = lane; j < n; j += kWarpSize) sum += exp_poly(s[j] - mx);
+  for (int j = lane; j < n; j += kWarpSize) sum += softmax_term(s[j], mx);
   sum = warp_sum(sum);
   if (!valid) return;  // after the last warp call
   if (recompute) {
@@ -203,7 +203,7 @@ __global__ void softmax_causal(const float* __restrict__ scores, T* __restrict__
   const float inv = 1.0f / sum;
   T* p = probs + row * size_t(Tn);
   for (int j = lane; j < Tn; j += kWarpSize) {
-    p[j] = from_f32<T>(j <= t ? exp_poly(s[j] - mx) * inv : 0.0f);
+    p[j] = from_f32<T>(j <= t ? softmax_prob(s[j], mx, inv) : 0.0f);
   }
 }
 
@@ -298,7 +298,7 @@ void probabilities(Gemm& gemm, DType dt, const Buffers& buf, const Dims& d, cons
 
 Dims dims(int B, int T, int C, int NH) {
   const int hs = C / NH;
-  return {B, T, C, NH, hs, 1.0f / std::sqrt(float(hs))};  // the CPU's scale
+  return {B, T, C, NH, hs, attention_scale(hs)};  // the CPU's scale
 }
 
 }  // namespace

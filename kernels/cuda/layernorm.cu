@@ -22,7 +22,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/common/math.h"
+#include "kernels/common/layernorm.h"
 #include "kernels/cuda/elements.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/layernorm.h"
@@ -32,7 +32,6 @@
 namespace srkit::cuda {
 namespace {
 
-constexpr float kEps = kLayerNormEps;  // as the CPU op
 constexpr int kRowWarps = 8;
 constexpr int kRowThreads = kRowWarps * kWarpSize;
 constexpr size_t kMaxRowBlocks = 8192;
@@ -72,7 +71,7 @@ __device__ void layernorm_row(T* out, float* mean, float* rstd, const T* x, cons
       sq += d * d;
     }
   }
-  const float s = 1.0f / sqrtf(warp_sum(sq) / float(C) + kEps);
+  const float s = layernorm_rstd(warp_sum(sq), C);
   for (int ch = lane; ch < chunks; ch += kWarpSize) {
     const int c0 = ch * kChunk;
     const int n = chunk_len(size_t(C), size_t(c0));
@@ -80,7 +79,7 @@ __device__ void layernorm_row(T* out, float* mean, float* rstd, const T* x, cons
     load_chunk<kVec>(x + c0, n, v);
     load_chunk<kVec>(weight + c0, n, w);
     load_chunk<kVec>(bias + c0, n, b);
-    for (int k = 0; k < kChunk; ++k) v[k] = ((v[k] - m) * s) * w[k] + b[k];
+    for (int k = 0; k < kChunk; ++k) v[k] = layernorm_out(layernorm_norm(v[k], m, s), w[k], b[k]);
     store_chunk<kVec>(out + c0, n, v);
   }
   if (valid && lane == 0) {
@@ -159,8 +158,8 @@ __global__ void __launch_bounds__(kRowThreads)
       load_chunk<kVec>(g + c0, n, gv);
       load_chunk<kVec>(weight + c0, n, wv);
       for (int k = 0; k < n; ++k) {
-        const float norm = (xv[k] - m) * s;
-        const float dnorm = wv[k] * gv[k];
+        const float norm = layernorm_norm(xv[k], m, s);
+        const float dnorm = layernorm_dnorm(wv[k], gv[k]);
         dnorm_sum += dnorm;
         dnorm_norm_sum += dnorm * norm;
       }
@@ -177,9 +176,9 @@ __global__ void __launch_bounds__(kRowThreads)
       load_chunk<kVec>(weight + c0, n, wv);
       if (kAccumulate) load_chunk<kVec>(dx + c0, n, old);
       for (int k = 0; k < kChunk; ++k) {
-        const float norm = (xv[k] - m) * s;
-        const float dnorm = wv[k] * gv[k];
-        const float d = (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
+        const float norm = layernorm_norm(xv[k], m, s);
+        const float dnorm = layernorm_dnorm(wv[k], gv[k]);
+        const float d = layernorm_dx(dnorm, dnorm_mean, norm, dnorm_norm_mean, s);
         old[k] = (kAccumulate ? old[k] : 0.0f) + d;
       }
       store_chunk<kVec>(dx + c0, n, old);
@@ -202,7 +201,7 @@ __global__ void __launch_bounds__(kParamThreads)
   for (int r = r0; r < r1; ++r) {
     const size_t i = size_t(r) * size_t(C) + size_t(c);
     const float g = load_f32(dout + i);
-    dw += (load_f32(inp + i) - mean[r]) * rstd[r] * g;
+    dw += layernorm_norm(load_f32(inp + i), mean[r], rstd[r]) * g;
     db += g;
   }
   float* p = partial + size_t(chunk) * 2 * size_t(C);

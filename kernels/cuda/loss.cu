@@ -20,7 +20,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/common/math.h"
+#include "kernels/common/softmax.h"
 #include "kernels/cuda/elements.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/loss.h"
@@ -70,7 +70,7 @@ __device__ RowStats row_stats(const T* l, int V) {
     } else {
       load_chunk<false>(l + ch * kChunk, n, x);
     }
-    for (int k = 0; k < n; ++k) sum += exp_poly(x[k] - mx);
+    for (int k = 0; k < n; ++k) sum += softmax_term(x[k], mx);
   }
   sum = block_sum(sum);
   return {mx, sum};
@@ -78,7 +78,7 @@ __device__ RowStats row_stats(const T* l, int V) {
 
 // -log softmax[target] = log(sum) - (l[target] - max).
 __device__ __forceinline__ float row_loss(const RowStats& st, float l_target) {
-  return logf(st.sum) - (l_target - st.max);
+  return crossentropy_loss(st.sum, l_target, st.max);
 }
 
 // d[0, Vp) of a row whose target is valid: (softmax - onehot) * dloss on
@@ -100,9 +100,9 @@ __device__ void row_gradient(T* d, const T* l, const RowStats& st, int target, f
       if (v >= V) {
         x[k] = 0.0f;
       } else if (v == target) {
-        x[k] = (exp_poly(l_target - st.max) * inv - 1.0f) * dloss;
+        x[k] = (softmax_prob(l_target, st.max, inv) - 1.0f) * dloss;
       } else {
-        x[k] = exp_poly(x[k] - st.max) * inv * dloss;
+        x[k] = softmax_prob(x[k], st.max, inv) * dloss;
       }
     }
     store_chunk<kVec>(d + c0, n, x);

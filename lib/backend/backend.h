@@ -21,8 +21,7 @@
 //   buffer is cleared just to be added into.
 // - The backward ops that produce parameter gradients (encoder, layernorm,
 //   matmul) store them as `grad_dt`: dt, or f32 with bf16 dt (a strategy's
-//   g=f32, AdamWRule::grads), unrounded then. The overloads without grad_dt
-//   store them as dt.
+//   g=f32, AdamWRule::grads), unrounded then.
 // - The backend owns what attention saves for backward: attention_sizes() says
 //   how many bytes per layer (and of shared scratch) it needs, the model
 //   allocates them, and the memory model asks the same function.
@@ -134,39 +133,23 @@ class Backend {
   virtual void encoder_forward(DType dt, void* out, const int32_t* tokens, const void* wte,
                                const void* wpe, int B, int T, int C) = 0;
   // Accumulates into dwte and dwpe (rows no position touches keep their value).
-  // host_tokens: the same B*T tokens on the host (a device backend plans its
-  // deterministic per-token reduction from them).
+  // host_tokens: the batch's B*T tokens in host memory (encoder_forward's
+  // tokens, copied to the device, are the same values): a device backend plans
+  // its deterministic per-token reduction from them, the CPU reads them.
   virtual void encoder_backward(DType dt, DType grad_dt, void* dwte, void* dwpe, const void* dout,
-                                const int32_t* tokens, const int32_t* host_tokens, int B, int T,
-                                int C) = 0;
-  void encoder_backward(DType dt, void* dwte, void* dwpe, const void* dout, const int32_t* tokens,
-                        const int32_t* host_tokens, int B, int T, int C) {
-    encoder_backward(dt, dt, dwte, dwpe, dout, tokens, host_tokens, B, T, C);
-  }
+                                const int32_t* host_tokens, int B, int T, int C) = 0;
   virtual void layernorm_forward(DType dt, void* out, float* mean, float* rstd, const void* inp,
                                  const void* weight, const void* bias, int N, int C) = 0;
   virtual void layernorm_backward(DType dt, DType grad_dt, void* dinp, GradWrite dinp_mode,
                                   void* dweight, void* dbias, GradWrite param_mode,
                                   const void* dout, const void* inp, const void* weight,
                                   const float* mean, const float* rstd, int N, int C) = 0;
-  void layernorm_backward(DType dt, void* dinp, GradWrite dinp_mode, void* dweight, void* dbias,
-                          GradWrite param_mode, const void* dout, const void* inp,
-                          const void* weight, const float* mean, const float* rstd, int N, int C) {
-    layernorm_backward(dt, dt, dinp, dinp_mode, dweight, dbias, param_mode, dout, inp, weight, mean,
-                       rstd, N, C);
-  }
   virtual void matmul_forward(DType dt, void* out, const void* inp, const void* weight,
                               const void* bias, int N, int C, int OC) = 0;
   // dbias may be null.
   virtual void matmul_backward(DType dt, DType grad_dt, void* dinp, GradWrite dinp_mode,
                                void* dweight, void* dbias, GradWrite param_mode, const void* dout,
                                const void* inp, const void* weight, int N, int C, int OC) = 0;
-  void matmul_backward(DType dt, void* dinp, GradWrite dinp_mode, void* dweight, void* dbias,
-                       GradWrite param_mode, const void* dout, const void* inp, const void* weight,
-                       int N, int C, int OC) {
-    matmul_backward(dt, dt, dinp, dinp_mode, dweight, dbias, param_mode, dout, inp, weight, N, C,
-                    OC);
-  }
   // Causal self-attention. state: this layer's attention_sizes().state_per_layer
   // bytes, written by forward and read by backward; scratch: the shared
   // attention_sizes().scratch bytes (may be null when that is 0).
@@ -250,6 +233,14 @@ class Backend {
 // Throws std::invalid_argument naming `op` unless parameter gradients of type
 // grad_dt may go with activations of type dt (grad_dt == dt, or f32 with bf16).
 void check_grad_dtype(const char* op, DType dt, DType grad_dt);
+
+// The one place that turns --device into a backend. threads: CPU threads (0 =
+// the OpenMP default; the CUDA backend ignores it). Throws std::invalid_argument
+// naming --device when the CUDA backend is not built or no device is present
+// (with the runtime's reason).
+std::unique_ptr<Backend> make_backend(DeviceKind device, int threads);
+// --device as given: "cpu" or "cuda" (parse_device_kind).
+std::unique_ptr<Backend> make_backend(const std::string& device, int threads);
 
 std::unique_ptr<Backend> make_cpu_backend(int threads);
 // Built with the CUDA backend (a GPU, or the CPU emulation of CUDA) only.

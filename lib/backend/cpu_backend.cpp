@@ -88,12 +88,11 @@ class CpuBackend final : public Backend {
     });
   }
   void encoder_backward(DType dt, DType grad_dt, void* dwte, void* dwpe, const void* dout,
-                        const int32_t* tokens, const int32_t* /*host_tokens: the same memory*/,
-                        int B, int T, int C) override {
+                        const int32_t* host_tokens, int B, int T, int C) override {
     dispatch_grads("encoder_backward", dt, grad_dt, [&](auto tag, auto grad_tag) {
       using S = decltype(tag);
       using G = decltype(grad_tag);
-      cpu::encoder_backward<S, G>(as<G>(dwte), as<G>(dwpe), as<S>(dout), tokens, B, T, C);
+      cpu::encoder_backward<S, G>(as<G>(dwte), as<G>(dwpe), as<S>(dout), host_tokens, B, T, C);
     });
   }
   void layernorm_forward(DType dt, void* out, float* mean, float* rstd, const void* inp,

@@ -102,7 +102,6 @@ class CudaBackend final : public Backend {
     cuda::encoder_forward(dt, out, tokens, wte, wpe, B, T, C, stream_);
   }
   void encoder_backward(DType dt, DType grad_dt, void* dwte, void* dwpe, const void* dout,
-                        const int32_t* /*tokens: planned from host_tokens*/,
                         const int32_t* host_tokens, int B, int T, int C) override {
     check_grad_dtype("encoder_backward", dt, grad_dt);
     encoder_plan_.build(host_tokens, B * T);

@@ -4,7 +4,7 @@
 #include <new>
 #include <stdexcept>
 
-#include "lib/backend/make_backend.h"
+#include "lib/backend/backend.h"
 #include "lib/bench/bench_run.h"
 #include "lib/bench/flops.h"
 #include "lib/bench/process_memory.h"

@@ -3,7 +3,7 @@
 #include <map>
 #include <stdexcept>
 
-#include "lib/util/svg_panels.h"
+#include "lib/util/svg.h"
 
 namespace srkit::audit {
 

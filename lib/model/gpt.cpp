@@ -489,8 +489,7 @@ void GPT::backward_from_dlogits(GradWrite mode) {
     backend_.layernorm_backward(dt, gt, a.dresidual, kAdd, gp.ln1_w, gp.ln1_b, mode, a.dln,
                                 residual, p.ln1_w, a.ln1_mean + l * BT, a.ln1_rstd + l * BT, N, C);
   }
-  backend_.encoder_backward(dt, gt, g_.wte, g_.wpe, a.dresidual, a.inputs, host_inputs_.data(), B,
-                            T, C);
+  backend_.encoder_backward(dt, gt, g_.wte, g_.wpe, a.dresidual, host_inputs_.data(), B, T, C);
   if (compute_ != dtype_) {
     // O1: the compute gradients (accumulated over this step's micro-batches so
     // far) widened into the gradients the optimizer sees.

@@ -10,7 +10,7 @@
 #include <numeric>
 #include <optional>
 
-#include "lib/backend/make_backend.h"
+#include "lib/backend/backend.h"
 #include "lib/checkpoint/hf_gpt2.h"
 #include "lib/data/data_size.h"
 #include "lib/data/sampler.h"

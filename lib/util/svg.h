@@ -112,4 +112,12 @@ constexpr double kFontSize = 12, kTitleFontSize = 15, kFigureTitleFontSize = 17,
 // exceed it.
 double text_width(const std::string& text, double font_size);
 
+// Several line charts in one standalone SVG document, one below the other:
+// each panel is exactly what render(LineChart) draws, nested at its offset,
+// so the document holds the panels' <polyline class="series"> elements and
+// nothing else that counts as a series.
+// Throws std::invalid_argument when there is no panel or a panel has no
+// drawable point (as render does).
+std::string render_column(const std::vector<LineChart>& panels);
+
 }  // namespace srkit::svg

@@ -161,8 +161,7 @@ TEST_P(BackendOps, EncoderBackwardStoresFp32ParameterGradientsOfBf16Activations)
     auto tok = upload(b, tokens);
     auto g = Tensor::of(b, DType::kBF16, dout);
     auto te = Tensor::of(b, grad_dt, old_te), pe = Tensor::of(b, grad_dt, old_pe);
-    b.encoder_backward(DType::kBF16, grad_dt, te.get(), pe.get(), g.get(), tok.as<int32_t>(),
-                       tokens.data(), B, T, C);
+    b.encoder_backward(DType::kBF16, grad_dt, te.get(), pe.get(), g.get(), tokens.data(), B, T, C);
     return Out{te.values(), pe.values(), te.bits()};
   };
   const Out f32 = run(be(), DType::kF32), b16 = run(be(), DType::kBF16);
@@ -182,7 +181,7 @@ TEST_P(BackendOps, EncoderBackwardStoresFp32ParameterGradientsOfBf16Activations)
     const Out c = run(*cpu, DType::kF32);
     EXPECT_TRUE(same_bits(f32.dwte_bits, c.dwte_bits, 4)) << "dwte vs CPU";
   }
-  EXPECT_THROW(be().encoder_backward(DType::kF32, DType::kBF16, nullptr, nullptr, nullptr, nullptr,
+  EXPECT_THROW(be().encoder_backward(DType::kF32, DType::kBF16, nullptr, nullptr, nullptr,
                                      tokens.data(), B, T, C),
                std::invalid_argument);
 }

@@ -130,8 +130,8 @@ TEST_P(BackendOpsDtype, EncoderBackwardAccumulates) {
     auto tok = upload(b, tokens);
     auto tdout = Tensor::of(b, d, g);
     auto dwte = Tensor::of(b, d, old_te), dwpe = Tensor::of(b, d, old_pe);
-    b.encoder_backward(d, dwte.get(), dwpe.get(), tdout.get(), tok.as<int32_t>(), tokens.data(),
-                       kEncB, kEncT, kEncC);
+    b.encoder_backward(d, d, dwte.get(), dwpe.get(), tdout.get(), tokens.data(), kEncB, kEncT,
+                       kEncC);
     return Out{dwte.values(), dwpe.values(), dwte.bits(), dwpe.bits()};
   };
   const Out got = run(be(), dt(), dout, dwte0, dwpe0);
@@ -274,7 +274,7 @@ TEST_P(BackendOpsDtype, LayernormBackward) {
                                           {"dweight", size_t(C), 1, old_dw},
                                           {"dbias", size_t(C), 1, old_db}};
     return run_grad_write_modes(b, d, outs, 2, [&](const std::vector<GradWrite>& m, auto& o) {
-      b.layernorm_backward(d, o[0].get(), m[0], o[1].get(), o[2].get(), m[1], g.get(), x.get(),
+      b.layernorm_backward(d, d, o[0].get(), m[0], o[1].get(), o[2].get(), m[1], g.get(), x.get(),
                            tw.get(), mean.template as<float>(), rstd.template as<float>(), N, C);
     });
   };
@@ -406,7 +406,7 @@ TEST_P(BackendOpsDtype, MatmulBackward) {
                                     {"dweight", size_t(OC) * C, 1, old_dw}};
     if (with_dbias) outs.push_back({"dbias", size_t(OC), 1, old_db});
     return run_grad_write_modes(b, d, outs, 2, [&](const std::vector<GradWrite>& m, auto& o) {
-      b.matmul_backward(d, o[0].get(), m[0], o[1].get(), with_dbias ? o[2].get() : nullptr, m[1],
+      b.matmul_backward(d, d, o[0].get(), m[0], o[1].get(), with_dbias ? o[2].get() : nullptr, m[1],
                         g.get(), x.get(), tw.get(), N, C, OC);
     });
   };
@@ -983,12 +983,12 @@ TEST_P(BackendOpsDtype, RejectsBadShapes) {
   const int32_t* tok = buf.as<int32_t>();
   const DType d = dt();
   EXPECT_THROW(be().encoder_forward(d, x, tok, x, x, 0, 2, 4), std::invalid_argument);
-  EXPECT_THROW(be().encoder_backward(d, x, x, x, tok, tok, 1, 0, 4), std::invalid_argument);
+  EXPECT_THROW(be().encoder_backward(d, d, x, x, x, tok, 1, 0, 4), std::invalid_argument);
   EXPECT_THROW(be().layernorm_forward(d, x, f, f, x, x, x, 0, 4), std::invalid_argument);
-  EXPECT_THROW(be().layernorm_backward(d, x, kOverwrite, x, x, kOverwrite, x, x, x, f, f, 1, -4),
+  EXPECT_THROW(be().layernorm_backward(d, d, x, kOverwrite, x, x, kOverwrite, x, x, x, f, f, 1, -4),
                std::invalid_argument);
   EXPECT_THROW(be().matmul_forward(d, x, x, x, x, 1, 0, 1), std::invalid_argument);
-  EXPECT_THROW(be().matmul_backward(d, x, kOverwrite, x, x, kOverwrite, x, x, x, 1, 1, -1),
+  EXPECT_THROW(be().matmul_backward(d, d, x, kOverwrite, x, x, kOverwrite, x, x, x, 1, 1, -1),
                std::invalid_argument);
   // Heads must divide the channels.
   EXPECT_THROW(be().attention_forward(d, x, x, nullptr, x, 1, 2, 10, 3), std::invalid_argument);

@@ -20,7 +20,6 @@
 
 #include "kernels/common/dtype.h"
 #include "lib/backend/backend.h"
-#include "lib/backend/make_backend.h"
 #include "lib/precision.h"
 #include "tests/test_ops_util.h"
 

@@ -96,7 +96,7 @@ LnRun layernorm_on(Backend& b, DType dt, const std::vector<float>& inp, const st
   r.rstd = rstd.host_bytes();
   View dx = poisoned_view(b, dt, n, offset), dw = poisoned_view(b, dt, C, offset),
        db = poisoned_view(b, dt, C, offset);
-  b.layernorm_backward(dt, dx.ptr(), GradWrite::kOverwrite, dw.ptr(), db.ptr(),
+  b.layernorm_backward(dt, dt, dx.ptr(), GradWrite::kOverwrite, dw.ptr(), db.ptr(),
                        GradWrite::kOverwrite, g.ptr(), x.ptr(), tw.ptr(), mean.as<float>(),
                        rstd.as<float>(), N, C);
   r.dinp = dx.bits();
@@ -108,7 +108,7 @@ LnRun layernorm_on(Backend& b, DType dt, const std::vector<float>& inp, const st
   View ax = view_of(b, dt, old, offset);
   View aw = view_of(b, dt, std::vector<float>(old.begin(), old.begin() + C), offset);
   View ab = view_of(b, dt, std::vector<float>(old.begin() + C, old.begin() + 2 * C), offset);
-  b.layernorm_backward(dt, ax.ptr(), GradWrite::kAccumulate, aw.ptr(), ab.ptr(),
+  b.layernorm_backward(dt, dt, ax.ptr(), GradWrite::kAccumulate, aw.ptr(), ab.ptr(),
                        GradWrite::kAccumulate, g.ptr(), x.ptr(), tw.ptr(), mean.as<float>(),
                        rstd.as<float>(), N, C);
   r.dinp_acc = ax.bits();
@@ -192,8 +192,7 @@ TEST_P(CudaModelOps, EncoderRowsOfWholeChunks) {
     b.encoder_forward(dt(), out.ptr(), tok.as<int32_t>(), e.ptr(), w.ptr(), B, T, C);
     View g = view_of(b, dt(), dout, offset);
     View dte = view_of(b, dt(), old_te, offset), dpe = view_of(b, dt(), old_pe, offset);
-    b.encoder_backward(dt(), dte.ptr(), dpe.ptr(), g.ptr(), tok.as<int32_t>(), tokens.data(), B, T,
-                       C);
+    b.encoder_backward(dt(), dt(), dte.ptr(), dpe.ptr(), g.ptr(), tokens.data(), B, T, C);
     return Out{out.bits(), dte.bits(), dpe.bits()};
   };
   const Out aligned = run(be(), 0), shifted = run(be(), 1), cpu = run(*cpu_reference(), 0);

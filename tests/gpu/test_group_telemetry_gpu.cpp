@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/backend/make_backend.h"
+#include "lib/backend/backend.h"
 #include "lib/model/gpt.h"
 #include "lib/model/param_layout.h"
 #include "lib/precision.h"

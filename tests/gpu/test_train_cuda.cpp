@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/backend/make_backend.h"
+#include "lib/backend/backend.h"
 #include "lib/bench/bench_run.h"
 #include "lib/train/memory_model.h"
 #include "lib/model/gpt_config.h"
