@@ -6,7 +6,7 @@ CMAKE_FLAGS ?=
 # libpcre2-dev: the Unicode regex engine of the GPT-2 pre-tokenizer (lib/data/pretokenize.cpp).
 DEB_PACKAGES := cmake g++ make pkg-config libgtest-dev libgmock-dev libbenchmark-dev \
   libcli11-dev nlohmann-json3-dev libopenblas-dev libopenmpi-dev openmpi-bin clang-format \
-  libtbb-dev libpcre2-dev clang libclang-rt-dev
+  libtbb-dev libpcre2-dev clang libclang-rt-dev python3-venv
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # The CPU emulation of the CUDA code (docs/cuda-emulation.md): its own build
@@ -34,7 +34,7 @@ SANITIZER_ENV := LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitizers/lsan.supp:
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 ASAN_EXCLUDE := LossFallsClearlyOnTheSyntheticCorpus
 
-.PHONY: all deps configure build test test-gpu test-emu test-asan fuzz gpu-check gpu-bundle run bench format format-check clean
+.PHONY: all deps configure build test test-python test-gpu test-emu test-asan fuzz gpu-check gpu-bundle run bench format format-check clean
 
 all: build
 
@@ -60,6 +60,18 @@ build: configure
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 900
+
+# The Python package (python/, docs/python.md): a virtual environment in the
+# build folder with torch, numpy and pytest from PyPI, the package installed
+# with the build's libsrkit_capi.so, and its tests against the build's sr-train.
+PYTHON ?= python3
+PY_VENV := $(BUILD_DIR)/python-venv
+test-python: build
+	[ -x $(PY_VENV)/bin/python ] || $(PYTHON) -m venv $(PY_VENV)
+	$(PY_VENV)/bin/pip install -q -r python/requirements-test.txt
+	SRKIT_LIBRARY=$(CURDIR)/$(BUILD_DIR)/lib/libsrkit_capi.so $(PY_VENV)/bin/pip install -q ./python
+	cd python/tests && SRKIT_SR_TRAIN=$(CURDIR)/$(BUILD_DIR)/bin/sr-train \
+	  $(CURDIR)/$(PY_VENV)/bin/python -m pytest -q -p no:cacheprovider .
 
 # GPU tests only (they skip with a message when no device is present).
 test-gpu: build

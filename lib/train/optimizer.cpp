@@ -1,8 +1,9 @@
 #include "lib/train/optimizer.h"
 
 #include <algorithm>
-#include <cmath>
 #include <stdexcept>
+
+#include "kernels/common/adamw_hyper.h"
 
 namespace srkit {
 
@@ -14,8 +15,8 @@ AdamWHyper make_adamw_hyper(uint64_t step, float lr, const AdamWSettings& s, flo
   h.beta2 = s.beta2;
   h.eps = s.eps;
   h.weight_decay = s.weight_decay;
-  h.bias_correction1 = float(1.0 - std::pow(double(s.beta1), double(step)));
-  h.bias_correction2 = float(1.0 - std::pow(double(s.beta2), double(step)));
+  h.bias_correction1 = adamw_bias_correction(s.beta1, step);
+  h.bias_correction2 = adamw_bias_correction(s.beta2, step);
   h.grad_scale = grad_scale;
   h.seed = seed;
   h.step = step;
