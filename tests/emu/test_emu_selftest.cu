@@ -27,6 +27,7 @@
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/warp.cuh"
+#include "tests/gpu/mma_gemm_kernel.cuh"
 
 namespace srkit {
 namespace {
@@ -176,6 +177,56 @@ TEST(EmulationSelfTest, WrongShuffleLaneIsWrong) {
     for (size_t l = 0; l < 32; ++l) want += x[w * 32 + l];
     for (size_t l = 0; l < 32; ++l) ASSERT_EQ(got[w * 32 + l], want) << "warp " << w;
   }
+}
+
+// ---- tensor-core fragments: a wrong layout, a missing barrier between tiles ----
+
+// Elements of a 32x32x64 GEMM through kernels/cuda/mma_fragment.cuh that differ
+// from the exact result (small integers: every order of summation is exact).
+int wrong_mma_gemm(void (*kernel)(const float*, const float*, float*, int, int), uint64_t seed) {
+  const int m = 32, n = 32, k = 64;
+  std::vector<float> a = data(size_t(m) * k, seed), b = data(size_t(k) * n, seed + 1);
+  for (float& v : a) v = float(int(v) % 4);  // -3..3: exact in bf16, sums exact in fp32
+  for (float& v : b) v = float(int(v) % 4);
+  Device<float> da(a), db(b), dc(size_t(m) * n);
+  const dim3 grid(unsigned(n / (8 * test::kMmaWarps)), unsigned(m / 16));
+  cuda::launch(kernel, grid, dim3(32 * test::kMmaWarps), 0, nullptr, "mma_gemm", da.p, db.p, dc.p,
+               n, k);
+  const std::vector<float> got = dc.host();
+  int wrong = 0;
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      float want = 0.0f;
+      for (int kk = 0; kk < k; ++kk) want += a[size_t(i) * k + kk] * b[size_t(kk) * n + j];
+      wrong += got[size_t(i) * n + j] != want;
+    }
+  return wrong;
+}
+
+TEST(EmulationSelfTest, MmaFragmentWrongLayoutIsWrong) {
+  int fewest = 1 << 30;
+  for (int r = 0; r < kRepeats; ++r) {
+    EXPECT_EQ(wrong_mma_gemm(test::mma_gemm<false, false>, 700 + r), 0) << "correct, run " << r;
+    const int wrong = wrong_mma_gemm(test::mma_gemm<false, false, true, true>, 800 + r);
+    EXPECT_GT(wrong, 0) << "the wrong lane-to-element mapping went unnoticed, run " << r;
+    fewest = std::min(fewest, wrong);
+  }
+  std::printf(
+      "planted wrong fragment layout: at least %d of 1024 elements wrong in each of %d runs\n",
+      fewest, kRepeats);
+}
+
+TEST(EmulationSelfTest, MmaFragmentMissingBarrierBetweenTilesIsWrong) {
+  int fewest = 1 << 30;
+  for (int r = 0; r < kRepeats; ++r) {
+    EXPECT_EQ(wrong_mma_gemm(test::mma_gemm<true, true>, 900 + r), 0) << "correct, run " << r;
+    const int wrong = wrong_mma_gemm(test::mma_gemm<true, true, false, false>, 1000 + r);
+    EXPECT_GT(wrong, 0) << "the missing barrier between tile loads went unnoticed, run " << r;
+    fewest = std::min(fewest, wrong);
+  }
+  std::printf(
+      "planted missing tile barrier: at least %d of 1024 elements wrong in each of %d runs\n",
+      fewest, kRepeats);
 }
 
 // ---- host reads without a synchronise ----------------------------------------------
