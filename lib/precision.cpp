@@ -22,7 +22,8 @@ PrecisionStrategy make_preset(const char* name, DType w, MasterKind master, DTyp
   return s;
 }
 
-// The table of docs/architecture.md ("Precision strategies"). Rounding of the weights is "nearest" wherever SR does not apply.
+// The table of docs/architecture.md ("Precision strategies"). Rounding of the weights is "nearest"
+// wherever SR does not apply.
 const std::vector<PrecisionStrategy>& presets() {
   constexpr bool kSR = true, kRN = false, kKahan = true, kNoKahan = false;
   constexpr DType kF32 = DType::kF32, kBF16 = DType::kBF16;

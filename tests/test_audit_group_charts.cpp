@@ -9,8 +9,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "lib/charts/group_charts.h"
 #include "lib/audit/run_log.h"
+#include "lib/charts/group_charts.h"
 #include "lib/util/svg.h"
 #include "lib/util/temp_dir.h"
 

@@ -11,10 +11,10 @@
 
 #include "lib/backend/backend.h"
 #include "lib/bench/bench_run.h"
-#include "lib/train/memory_model.h"
 #include "lib/model/gpt.h"
 #include "lib/model/param_layout.h"
 #include "lib/precision.h"
+#include "lib/train/memory_model.h"
 
 namespace srkit {
 namespace {

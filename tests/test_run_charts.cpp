@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/charts/train_chart.h"
 #include "lib/charts/compare_chart.h"
+#include "lib/charts/train_chart.h"
 #include "lib/util/format.h"
 #include "tests/test_svg_support.h"
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/train/memory_model.h"
 #include "lib/precision.h"
+#include "lib/train/memory_model.h"
 #include "tests/run_command.h"
 #include "tests/test_paths.h"
 

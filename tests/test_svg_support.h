@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/charts/train_chart.h"
 #include "lib/charts/compare_chart.h"
+#include "lib/charts/train_chart.h"
 #include "lib/util/svg.h"
 
 namespace srkit::svg_testing {

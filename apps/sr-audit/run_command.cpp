@@ -10,8 +10,8 @@
 #include "apps/common/flag_checks.h"
 #include "apps/sr-audit/read_log.h"
 #include "apps/sr-audit/subcommand.h"
-#include "lib/charts/group_charts.h"
 #include "lib/audit/run_log.h"
+#include "lib/charts/group_charts.h"
 #include "lib/util/atomic_file.h"
 #include "lib/util/svg.h"
 

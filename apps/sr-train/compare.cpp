@@ -8,8 +8,8 @@
 
 #include "lib/audit/run_log.h"
 #include "lib/bench/list_args.h"
-#include "lib/precision.h"
 #include "lib/charts/compare_chart.h"
+#include "lib/precision.h"
 #include "lib/train/trainer.h"
 #include "lib/util/atomic_file.h"
 #include "lib/util/format.h"

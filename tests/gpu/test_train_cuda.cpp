@@ -14,9 +14,9 @@
 
 #include "lib/backend/backend.h"
 #include "lib/bench/bench_run.h"
-#include "lib/train/memory_model.h"
 #include "lib/model/gpt_config.h"
 #include "lib/precision.h"
+#include "lib/train/memory_model.h"
 #include "lib/train/trainer.h"
 #include "tests/test_paths.h"
 #include "tests/test_train_support.h"
