@@ -1,18 +1,21 @@
 // Runs a shell command as a user would, for the tests of the command-line
 // tools: its exit code (128 + N when killed by signal N) and what it printed,
-// either stdout and stderr together (run_command) or apart (run_command_split).
+// either stdout and stderr together (run_command) or apart (run_command_split);
+// and, for tests that act on a live run, the same in the background.
 #pragma once
 
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 namespace srkit::testing_process {
 
@@ -58,6 +61,38 @@ inline SplitResult run_command_split(const std::string& command) {
   f.close();
   std::filesystem::remove(err_file);
   return {r.code, r.output, err};
+}
+
+// Starts a shell command in the background (its own process, output
+// discarded) and returns its pid, for tests that act on a live run.
+inline pid_t spawn_command(const std::string& command) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const std::string cmd = "exec " + command + " >/dev/null 2>&1";
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
+// Waits for a spawned command: its exit code, 128 + N when killed by signal N.
+inline int wait_exit(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Polls until the file exists and holds `needle` (a run has got that far).
+inline bool wait_for_text(const std::filesystem::path& file, const std::string& needle,
+                          double seconds) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < until) {
+    std::ifstream in(file);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (text.find(needle) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
 }
 
 }  // namespace srkit::testing_process

@@ -163,3 +163,76 @@ TEST(AtomicFile, StaleTemporariesAreRecognisedAndRemoved) {
   EXPECT_EQ(names_in(dir.path()),
             (std::set<std::string>{"a", "notes.tmp", "b.tmp.fedcba9876543210"}));
 }
+
+// ---- AtomicDirWriter: a folder of files replaced as one ----------------------
+
+namespace {
+void write_text(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+}  // namespace
+
+TEST(AtomicDir, CreatesTheFolderWithEveryFileAtOnce) {
+  TempDir dir("atomicdir");
+  const std::string out = dir.file("a/export");
+  {
+    AtomicDirWriter w(out);
+    write_text(w.file("config.json"), "new config");
+    write_text(w.file("model.safetensors"), "new weights");
+    EXPECT_FALSE(fs::exists(out)) << "nothing visible before commit";
+    w.commit();
+  }
+  EXPECT_EQ(read_all(out + "/config.json"), "new config");
+  EXPECT_EQ(read_all(out + "/model.safetensors"), "new weights");
+  EXPECT_EQ(names_in(dir.file("a")), std::set<std::string>{"export"}) << "no staging left";
+}
+
+TEST(AtomicDir, ReplacesTheOldVersionAndKeepsFilesItDoesNotWrite) {
+  TempDir dir("atomicdir");
+  const std::string out = dir.file("export");
+  fs::create_directory(out);
+  write_text(out + "/config.json", "old config");
+  write_text(out + "/model.safetensors", "old weights");
+  write_text(out + "/tokenizer.json", "kept");
+  {
+    AtomicDirWriter w(out);
+    write_text(w.file("config.json"), "new config");
+    write_text(w.file("model.safetensors"), "new weights");
+    EXPECT_EQ(read_all(out + "/config.json"), "old config") << "the old version until commit";
+    w.commit();
+  }
+  EXPECT_EQ(read_all(out + "/config.json"), "new config");
+  EXPECT_EQ(read_all(out + "/model.safetensors"), "new weights");
+  EXPECT_EQ(read_all(out + "/tokenizer.json"), "kept");
+  EXPECT_EQ(names_in(dir.path()), std::set<std::string>{"export"}) << "no staging or old copy";
+}
+
+TEST(AtomicDir, AFailureBeforeCommitLeavesTheOldVersionWhole) {
+  TempDir dir("atomicdir");
+  const std::string out = dir.file("export");
+  fs::create_directory(out);
+  write_text(out + "/config.json", "old config");
+  write_text(out + "/model.safetensors", "old weights");
+  try {
+    AtomicDirWriter w(out);
+    write_text(w.file("model.safetensors"), "new weights");
+    throw std::runtime_error("the config could not be written");
+  } catch (const std::runtime_error&) {
+  }
+  EXPECT_EQ(read_all(out + "/config.json"), "old config");
+  EXPECT_EQ(read_all(out + "/model.safetensors"), "old weights");
+  EXPECT_EQ(names_in(dir.path()), std::set<std::string>{"export"});
+  // A sub-folder is not replaced: refused at commit, the old version whole.
+  fs::create_directory(out + "/sub");
+  AtomicDirWriter w(out);
+  write_text(w.file("config.json"), "new config");
+  EXPECT_THAT(
+      [&] {
+        try {
+          w.commit();
+        } catch (const std::runtime_error& e) {
+          return std::string(e.what());
+        }
+        return std::string();
+      }(),
+      HasSubstr(out + "/sub"));
+  EXPECT_EQ(read_all(out + "/config.json"), "old config");
+}

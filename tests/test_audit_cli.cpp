@@ -91,6 +91,7 @@ TEST(SrAuditCli, BadInputExitsTwoWithOneLine) {
       "plot " + files.fifo(),
       "plot",
       "run",
+      "frobnicate",  // an unknown subcommand, named with the choices
   };
   for (const std::string& args : cases) {
     const ProcessResult r = sr_audit(args, /*stderr_only=*/true);
@@ -98,6 +99,10 @@ TEST(SrAuditCli, BadInputExitsTwoWithOneLine) {
     ASSERT_FALSE(r.out.empty()) << args;
     EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << "one line for '" << args << "': " << r.out;
   }
+  const ProcessResult unknown = sr_audit("frobnicate", /*stderr_only=*/true);
+  EXPECT_NE(unknown.out.find("unknown subcommand 'frobnicate'; expected one of: cast, accumulate"),
+            std::string::npos)
+      << unknown.out;
 }
 
 // A log whose writer was killed mid-line is still read, with one warning on

@@ -65,34 +65,16 @@ void expect_steps_one_to(const std::vector<uint64_t>& steps, uint64_t n) {
   for (uint64_t i = 0; i < n; ++i) EXPECT_EQ(steps[i], i + 1);
 }
 
-// Polls until the file exists and holds `needle` (a run has got that far).
 bool wait_for(const fs::path& file, const std::string& needle, double seconds) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < until) {
-    std::ifstream in(file);
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (text.find(needle) != std::string::npos) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
+  return srkit::testing_process::wait_for_text(file, needle, seconds);
 }
 
 // Starts sr-train in the background (own process), returns its pid.
 pid_t spawn(const std::string& args) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const std::string cmd = "exec " + kRun + " " + args + " >/dev/null 2>&1";
-    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  return pid;
+  return srkit::testing_process::spawn_command(kRun + " " + args);
 }
 
-int wait_exit(pid_t pid) {
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
+using srkit::testing_process::wait_exit;
 
 constexpr int kSteps = 12;
 

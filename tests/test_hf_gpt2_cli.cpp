@@ -4,6 +4,7 @@
 // tensor, file or flag, and, where PyTorch and transformers are installed,
 // transformers' logits of the export against srkit's forward.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -224,6 +225,56 @@ TEST(SrTrainInitFrom, BadFoldersAndFlagsExitTwoWithOneLineNamingTheCulprit) {
        },
        "",
        {"config.json", "--init-from"}},
+      {"config.json is a FIFO (open() of it would block forever)",
+       [&](const fs::path& d) {
+         write_folder(d, c, flat);
+         fs::remove(d / kHfConfigFile);
+         ASSERT_EQ(::mkfifo((d / kHfConfigFile).c_str(), 0600), 0);
+       },
+       "",
+       {"config.json", "is a FIFO"}},
+      {"model.safetensors is a FIFO",
+       [&](const fs::path& d) {
+         write_folder(d, c, flat);
+         fs::remove(d / kHfWeightsFile);
+         ASSERT_EQ(::mkfifo((d / kHfWeightsFile).c_str(), 0600), 0);
+       },
+       "",
+       {"model.safetensors", "is a FIFO"}},
+      {"truncated config.json",
+       [&](const fs::path& d) {
+         write_folder(d, c, flat);
+         const std::string text = hf_gpt2_config_json(c, DType::kF32).dump(2);
+         std::ofstream(d / kHfConfigFile) << text.substr(0, text.size() / 2);
+       },
+       "",
+       {"config.json", "not valid JSON", "cut short"}},
+      {"n_positions far beyond the stored wpe (refused from the header, before any allocation)",
+       [&](const fs::path& d) {
+         write_folder(d, c, flat);
+         GPTConfig longer = c;
+         longer.max_seq_len = 10'000'000;
+         write_config(d, hf_gpt2_config_json(longer, DType::kF32));
+       },
+       "",
+       {"transformer.wpe.weight", "[10000000, 64]", "config.json"}},
+      {"n_layer of 2^30 (refused from the header, without listing 2^30 layers' names)",
+       [&](const fs::path& d) {
+         write_folder(d, c, flat);
+         nlohmann::ordered_json j = hf_gpt2_config_json(c, DType::kF32);
+         j["n_layer"] = 1 << 30;
+         write_config(d, j);
+       },
+       "",
+       {"transformer.h.2.ln_1.weight", "missing", "config.json", "L=1073741824"}},
+      {"a NaN weight",
+       [&](const fs::path& d) {
+         std::vector<float> poisoned = flat;
+         poisoned[5] = std::nanf("");
+         write_folder(d, c, poisoned);
+       },
+       "",
+       {"model.safetensors", "transformer.wte.weight", "element 5", "NaN"}},
       {"flag conflicts with config.json",
        [&](const fs::path& d) { write_folder(d, c, flat); },
        "--channels 128",
@@ -236,8 +287,10 @@ TEST(SrTrainInitFrom, BadFoldersAndFlagsExitTwoWithOneLineNamingTheCulprit) {
   for (const Case& k : cases) {
     const fs::path folder = fresh_dir("init_bad_folder");
     k.make(folder);
-    const Result r = app("sr-train", "--init-from " + folder.string() + " --steps 2 " + k.flags +
-                                         kRun + " --out " + (dir / "run").string());
+    // timeout: a reader that blocks (on a FIFO) fails the case instead of hanging the suite.
+    const Result r =
+        run("timeout 60 " + std::string(SRKIT_BIN_DIR) + "/sr-train --init-from " +
+            folder.string() + " --steps 2 " + k.flags + kRun + " --out " + (dir / "run").string());
     EXPECT_EQ(r.code, 2) << k.label << "\n" << r.output;
     EXPECT_EQ(count_lines(r.output), 1) << k.label << "\n" << r.output;
     for (const std::string& part : k.named) {

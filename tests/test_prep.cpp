@@ -121,6 +121,9 @@ TEST(SrPrep, BadFlagsAndInputsExitWithTwo) {
       {dir.file("missing.txt") + out, "missing.txt"},
       {empty + out, "is empty"},
       {f + out + " --val-fraction 0.01", "empty val split"},
+      {f + " --out ''", "--out '': expected a folder name"},
+      // A folder no file can be created in (for root too): refused before any shard.
+      {f + " --out /proc", "--out /proc: cannot create files in /proc"},
   };
   for (const auto& [args, message] : cases) {
     const Result r = run_prep(args, dir);

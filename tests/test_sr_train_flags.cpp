@@ -114,6 +114,12 @@ TEST(SrTrainFlags, InRangeValuesAtTheBoundsAreAccepted) {
   EXPECT_EQ(r.code, 0) << r.output;
 }
 
+TEST(SrTrainFlags, AnEmptyOutIsRefusedNotTakenAsTheWorkingDirectory) {
+  const Result r = run(kTiny + " --out ''");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--out '': expected a folder name"), std::string::npos) << r.output;
+}
+
 TEST(SrTrainFlags, ValidationDataRules) {
   const fs::path dir = srkit::testing_paths::fresh_dir("flags", "val");
   const std::string train = (dir / "train.txt").string(), val = (dir / "val.txt").string();

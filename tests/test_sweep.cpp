@@ -5,6 +5,8 @@
 // twice giving the same numbers, a diverging cell reported as diverged, a
 // folder of another sweep refused, and bad flags (one line, exit 2).
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -211,6 +213,91 @@ TEST(SweepCli, DivergingCellIsReportedAsDiverged) {
   const Result again =
       sweep(kTiny + " --strategies bf16 --lrs 1e-3,1e20 --seeds 1 --clip 0 --out " + d.string());
   EXPECT_NE(again.out.find("0 cells run now, 2 before"), std::string::npos) << again.out;
+  fs::remove_all(d);
+}
+
+// The holder's pid from a folder's lock file ("pid N (command) since T").
+pid_t lock_holder(const fs::path& dir) {
+  const std::string text = read_text(dir / ".srkit.lock");
+  return text.rfind("pid ", 0) == 0 ? pid_t(std::stol(text.substr(4))) : -1;
+}
+
+// Gone, or a zombie nobody has reaped yet (it holds nothing any more).
+bool process_ended(pid_t pid) {
+  const std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");
+  if (stat.empty()) return true;
+  const size_t close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
+}
+
+bool wait_until_ended(pid_t pid, double seconds) {
+  for (int i = 0; i < int(seconds * 20); ++i) {
+    if (process_ended(pid)) return true;
+    ::usleep(50'000);
+  }
+  return process_ended(pid);
+}
+
+// A sweep owns its folder: a second sweep on it is refused at once with the
+// holder named (exit 2, one line on stderr); and a sweep killed with SIGKILL
+// takes its running cell with it (no orphan training on and holding the cell).
+TEST(SweepCli, TheFolderHasOneSweepAndItsCellsDieWithIt) {
+  const fs::path d = testing_paths::fresh_dir("sweep", "owned");
+  const std::string grid = kTiny + " --strategies bf16-sr --lrs 1e-3 --seeds 1 --jobs 1 --out " +
+                           d.string() + " --steps 1000000";
+  const pid_t first =
+      testing_process::spawn_command(std::string(SRKIT_BIN_DIR) + "/sr-bench sweep " + grid);
+  const fs::path cell = d / "cells" / "bf16-sr" / "lr0.001" / "seed1";
+  ASSERT_TRUE(testing_process::wait_for_text(cell / "log.jsonl", "\"type\":\"step\"", 60));
+
+  const Result second = sweep(grid);
+  EXPECT_EQ(second.code, 2) << second.err;
+  EXPECT_EQ(lines_of(second.err).size(), 1u) << second.err;
+  EXPECT_NE(second.err.find("--out " + d.string() + " is in use by another run (pid " +
+                            std::to_string(first)),
+            std::string::npos)
+      << second.err;
+
+  const pid_t cell_pid = lock_holder(cell);
+  ASSERT_GT(cell_pid, 0) << read_text(cell / ".srkit.lock");
+  ASSERT_NE(cell_pid, first);
+  ::kill(first, SIGKILL);
+  EXPECT_EQ(testing_process::wait_exit(first), 128 + SIGKILL);
+  EXPECT_TRUE(wait_until_ended(cell_pid, 20)) << "the cell outlived its sweep";
+  fs::remove_all(d);
+}
+
+// A cell result that does not parse (results are written atomically, so
+// something else damaged it): exit 2 naming the file, nothing run.
+TEST(SweepCli, ADamagedCellResultIsExit2NamingIt) {
+  const fs::path d = testing_paths::fresh_dir("sweep", "damaged");
+  const std::string grid =
+      kTiny + " --strategies bf16-sr --lrs 1e-3 --seeds 1 --jobs 1 --out " + d.string();
+  ASSERT_EQ(sweep(grid).code, 0);
+  const fs::path result = d / "cells" / "bf16-sr" / "lr0.001" / "seed1" / "result.json";
+  const std::string text = read_text(result);
+  std::ofstream(result) << text.substr(0, text.size() / 2);
+  const Result r = sweep(grid);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+  EXPECT_NE(r.err.find(result.string() + ": not a sweep cell result"), std::string::npos) << r.err;
+  fs::remove_all(d);
+}
+
+// A cell that fails says why on the sweep's own stderr, not only in its file.
+TEST(SweepCli, AFailedCellsReasonIsOnTheSweepsStderr) {
+  const fs::path d = testing_paths::fresh_dir("sweep", "failed");
+  const std::string grid =
+      kTiny + " --strategies bf16-sr --lrs 1e-3 --seeds 1 --jobs 1 --out " + d.string();
+  // The cell's log is a folder: its training run cannot open it.
+  const fs::path cell = d / "cells" / "bf16-sr" / "lr0.001" / "seed1";
+  fs::create_directories(cell / "log.jsonl");
+  const Result r = sweep(grid);
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("cell bf16-sr lr=0.001 seed=1 failed (exit 1): sr-bench sweep: --log " +
+                       (cell / "log.jsonl").string()),
+            std::string::npos)
+      << r.err;
   fs::remove_all(d);
 }
 

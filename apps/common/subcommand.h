@@ -34,6 +34,22 @@ inline int parse_and_run(const std::string& tool, CLI::App& app,
     std::fprintf(stderr, "%s: error: %s\n", tool.c_str(), error->c_str());
     return 2;
   }
+  // A word where the subcommand goes that names none ("sr-audit foo"): CLI11
+  // would say only "A subcommand is required"; the word and the choices are
+  // what the user needs.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const Subcommand& c : commands) {
+      known = known || c.app->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + c.app->get_name();
+    }
+    if (!known) {
+      std::fprintf(stderr, "%s: error: unknown subcommand '%s'; expected one of: %s (see --help)\n",
+                   tool.c_str(), argv[1], names.c_str());
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {  // --help, --version

@@ -1,6 +1,7 @@
 // sr-bench sweep: strategies x peak learning rates x seeds, each cell a real
 // training run, reported as loss vs learning rate (lib/bench/sweep_*.h).
-// Exit codes: 0 done, 2 bad usage, 1 a cell failed other than by diverging,
+// Exit codes: 0 done, 2 bad usage (a flag, a folder another sweep holds, a
+// damaged cell result), 1 a cell failed other than by diverging,
 // 130 stopped by a signal (rerun the same command to continue).
 #include <algorithm>
 #include <cstdio>
@@ -16,6 +17,8 @@
 #include "lib/bench/sweep_run.h"
 #include "lib/model/gpt_config.h"
 #include "lib/util/atomic_file.h"
+#include "lib/util/dir_lock.h"
+#include "lib/util/output_path.h"
 #include "lib/util/stop_signal.h"
 
 namespace srkit::bench_app {
@@ -67,13 +70,16 @@ int run_sweep_command(SweepArgs& a) {
   }
   if (o.base.seq_len == 0) o.base.seq_len = o.base.model_config().max_seq_len;
   o.validate();
-  std::error_code ec;
-  std::filesystem::create_directories(o.out_dir, ec);
-  if (ec || !std::filesystem::is_directory(o.out_dir)) {
-    throw std::invalid_argument("--out " + o.out_dir + ": cannot create the folder" +
-                                (ec ? " (" + ec.message() + ")" : std::string()));
-  }
+  prepare_output_dir("--out", o.out_dir);
 
+  // The sweep owns its folder for its life, as sr-train owns --out: a second
+  // sweep (or a rerun while this one lives) is refused at once, exit 2.
+  std::shared_ptr<DirLock> lock;
+  try {
+    lock = DirLock::acquire(o.out_dir, "--out");
+  } catch (const std::runtime_error& e) {
+    throw std::invalid_argument(e.what());
+  }
   install_stop_handlers();
   const SweepRun run = run_sweep(o, stderr);
   if (run.interrupted) {

@@ -23,6 +23,7 @@
 #include "lib/train/memory_check.h"
 #include "lib/util/atomic_file.h"
 #include "lib/util/format.h"
+#include "lib/util/output_path.h"
 
 namespace fs = std::filesystem;
 using namespace srkit;
@@ -97,12 +98,14 @@ void validate(Options& opt) {
                      "': expected a non-empty file-name prefix without '/'");
 }
 
+// Created and checked writable (a read-only folder is bad usage, exit 2, found
+// before the first shard is written).
 void make_out_dir(const std::string& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (!fs::is_directory(dir))
-    throw UsageError("--out '" + dir + "': cannot create directory" +
-                     (ec ? ": " + ec.message() : std::string()));
+  try {
+    prepare_output_dir("--out", dir);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
 }
 
 // The tokenizer the flags name, if any; its ids must fit the shards' uint16.

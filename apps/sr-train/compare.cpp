@@ -10,6 +10,7 @@
 #include "lib/bench/list_args.h"
 #include "lib/charts/compare_chart.h"
 #include "lib/precision.h"
+#include "lib/train/run_outputs.h"
 #include "lib/train/trainer.h"
 #include "lib/util/atomic_file.h"
 #include "lib/util/format.h"
@@ -103,9 +104,19 @@ void write_chart(const std::string& path, const TrainConfig& base, int world,
   write_file_atomic(path, svg.data(), svg.size());
 }
 
+// One strategy's run of the comparison: one log per strategy, OUT/<strategy>.jsonl.
+TrainConfig strategy_config(const TrainConfig& base, const PrecisionStrategy& strategy) {
+  TrainConfig c = base;
+  c.strategy = strategy;
+  c.log_file.clear();
+  return c;
+}
+
 }  // namespace
 
 int run_single(const TrainConfig& config, Communicator& comm, const std::string& json_path) {
+  if (comm.rank() == 0 && !json_path.empty())
+    check_output_files({run_outputs(config)}, {{"--json", json_path}});
   Trainer trainer(config, comm);
   const RunSummary r = trainer.run();
   if (r.rank == 0) {
@@ -125,14 +136,25 @@ int run_compare(const TrainConfig& config, Communicator& comm, const std::string
   const std::vector<PrecisionStrategy> parsed = parse_strategy_list(strategies, "--compare");
   TrainConfig base = config;
   base.validate();
+  // The table and its chart must not land on a strategy's log or checkpoint,
+  // nor on another live run's files: checked before the first strategy trains.
+  const std::string json_file =
+      json_path.empty() ? (std::filesystem::path(base.out_dir) / "compare.json").string()
+                        : json_path;
+  const std::string chart_file = chart_path(json_file);
+  if (comm.rank() == 0) {
+    std::vector<RunOutputs> outputs;
+    for (const PrecisionStrategy& strategy : parsed) {
+      outputs.push_back(run_outputs(strategy_config(base, strategy)));
+    }
+    const std::string json_flag = json_path.empty() ? "--out" : "--json";
+    check_output_files(outputs, {{json_flag, json_file}, {json_flag + " (its chart)", chart_file}});
+  }
   std::vector<RunSummary> runs;
   nlohmann::json all = {{"config", base.to_json(comm.world_size())},
                         {"runs", nlohmann::json::array()}};
   for (const PrecisionStrategy& strategy : parsed) {
-    TrainConfig c = base;
-    c.strategy = strategy;
-    c.log_file.clear();  // one log per strategy: OUT/<strategy>.jsonl
-    Trainer trainer(c, comm);
+    Trainer trainer(strategy_config(base, strategy), comm);
     runs.push_back(trainer.run());
     all["runs"].push_back(runs.back().to_json());
     if (runs.back().interrupted) break;
@@ -145,11 +167,7 @@ int run_compare(const TrainConfig& config, Communicator& comm, const std::string
     for (const RunSummary& r : runs)
       std::printf("%s: %s\n", r.strategy.c_str(), distributed_line(r).c_str());
   }
-  const std::string json_file =
-      json_path.empty() ? (std::filesystem::path(base.out_dir) / "compare.json").string()
-                        : json_path;
   write_json(json_file, all);
-  const std::string chart_file = chart_path(json_file);
   write_chart(chart_file, base, comm.world_size(), runs);
   std::printf("table as JSON: %s; chart: %s; per-step logs: %s/<strategy>.jsonl\n",
               json_file.c_str(), chart_file.c_str(), base.out_dir.c_str());

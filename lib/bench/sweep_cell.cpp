@@ -137,8 +137,10 @@ bool read_cell_result(const SweepOptions& options, const SweepCell& cell, SweepC
     if (j.is_discarded()) throw std::runtime_error("not JSON");
     out = SweepCellResult::from_json(j);
   } catch (const std::exception& e) {
-    throw std::runtime_error(path + ": not a sweep cell result (" + e.what() +
-                             "); delete it to run the cell again");
+    // Bad input, not a failed run (exit 2): results are written atomically, so
+    // this file was damaged or put there by something else.
+    throw std::invalid_argument(path + ": not a sweep cell result (" + e.what() +
+                                "); delete it to run the cell again");
   }
   const nlohmann::json expected = cell_config(options, cell).to_json();
   if (out.config != expected) {

@@ -1,13 +1,16 @@
 #include "lib/bench/sweep_run.h"
 
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <stdexcept>
 #include <thread>
@@ -32,7 +35,13 @@ std::string duration_text(double seconds) {
 
 // The child: output to the cell's output.txt, the run, an exit code (0 done,
 // 1 failed, 130 stopped by a signal). Never returns.
-[[noreturn]] void run_child(const SweepOptions& options, const SweepCell& cell) {
+[[noreturn]] void run_child(const SweepOptions& options, const SweepCell& cell, pid_t parent) {
+  // A cell never outlives its sweep: when the parent dies, however it dies
+  // (kill -9 included), the kernel kills the cell, so no orphan trains on
+  // (and holds the cell's folder) behind a rerun. The parent may have died
+  // between fork() and prctl(): then the cell is already an orphan.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) ::_exit(1);
   int code = 1;
   try {
     std::filesystem::create_directories(cell.dir);
@@ -52,6 +61,17 @@ std::string duration_text(double seconds) {
   std::fflush(stdout);
   std::fflush(stderr);
   ::_exit(code);  // no atexit handlers or destructors of the parent's objects
+}
+
+// The reason a failed cell gave (its output's last line), for the sweep's own
+// one-line error: the cause belongs on the sweep's stderr, not only in the file.
+std::string last_line_of(const std::string& path) {
+  std::ifstream in(path);
+  std::string line, last = "no output";
+  while (std::getline(in, line)) {
+    if (!line.empty()) last = line;
+  }
+  return last;
 }
 
 std::string cell_name(const SweepCell& c) {
@@ -83,6 +103,7 @@ SweepRun run_sweep(const SweepOptions& options, std::FILE* progress) {
   std::fflush(stderr);  // a child must not inherit unflushed buffers
 
   const Clock::time_point start = Clock::now();
+  const pid_t parent = ::getpid();
   std::map<pid_t, size_t> running;  // child -> cell index
   std::string failure;
   size_t next = 0;
@@ -95,7 +116,7 @@ SweepRun run_sweep(const SweepOptions& options, std::FILE* progress) {
         failure = std::string("cannot start a cell process: ") + std::strerror(errno);
         break;
       }
-      if (pid == 0) run_child(options, cells[index]);
+      if (pid == 0) run_child(options, cells[index], parent);
       running[pid] = index;
     }
     if (running.empty()) break;
@@ -130,8 +151,8 @@ SweepRun run_sweep(const SweepOptions& options, std::FILE* progress) {
       } else if (code == 130 || stop_signal() != 0) {
         run.interrupted = true;
       } else if (failure.empty()) {
-        failure = "cell " + cell_name(cell) + " failed (exit " + std::to_string(code) + "); see " +
-                  cell.output_file();
+        failure = "cell " + cell_name(cell) + " failed (exit " + std::to_string(code) +
+                  "): " + last_line_of(cell.output_file()) + "; see " + cell.output_file();
       }
       it = running.erase(it);
     }

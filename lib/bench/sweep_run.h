@@ -2,6 +2,8 @@
 // yet, up to `jobs` at a time, each in a child process of its own (fork, then
 // the Trainer runs in the child), so cells never share threads, memory or a
 // crash. The parent never runs OpenMP or BLAS code itself, which keeps fork safe.
+// A cell dies with its parent (PR_SET_PDEATHSIG): a killed sweep leaves no
+// orphan cell training on.
 #pragma once
 
 #include <cstdio>
@@ -20,8 +22,9 @@ struct SweepRun {
 
 // Runs the missing cells; one progress line per finished cell on `progress`
 // (may be null): cells done / total and the estimated time left. Throws
-// std::runtime_error naming the cell and its output file when a cell fails
-// other than by diverging (after the cells still running have finished).
+// std::runtime_error naming the cell, the last line of its output (the reason)
+// and its output file when a cell fails other than by diverging (after the
+// cells still running have finished).
 SweepRun run_sweep(const SweepOptions& options, std::FILE* progress);
 
 }  // namespace srkit

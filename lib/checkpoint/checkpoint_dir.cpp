@@ -36,6 +36,8 @@ std::string checkpoint_path(const std::string& dir, uint64_t step) {
       .string();
 }
 
+bool is_checkpoint_file_name(const std::string& name) { return parse_step(name).has_value(); }
+
 std::string latest_checkpoint(const std::string& dir) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec))

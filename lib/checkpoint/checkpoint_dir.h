@@ -11,6 +11,9 @@ namespace srkit {
 
 std::string checkpoint_path(const std::string& dir, uint64_t step);
 
+// Whether a file name (no folder) has the form above.
+bool is_checkpoint_file_name(const std::string& name);
+
 // The checkpoint with the highest step in dir, or "" when dir holds none.
 // Only names of exactly the form above count (PATH.tmp leftovers of an
 // interrupted write are ignored). Throws naming dir if it is not a directory.

@@ -1,5 +1,6 @@
 #include "lib/checkpoint/hf_gpt2.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <set>
@@ -9,6 +10,7 @@
 #include "lib/checkpoint/hf_gpt2_config.h"
 #include "lib/checkpoint/hf_gpt2_names.h"
 #include "lib/checkpoint/safetensors.h"
+#include "lib/checkpoint/value_check.h"
 #include "lib/model/param_layout.h"
 #include "lib/util/atomic_file.h"
 
@@ -54,7 +56,46 @@ std::string stored_name(const SafetensorsReader& r, const HfTensor& t,
   return with ? t.name : bare;
 }
 
+// The stored name of t, checked against t's shape and a float dtype.
+std::string checked_tensor(const SafetensorsReader& r, const HfTensor& t,
+                           const std::string& wanted_by) {
+  const std::string name = stored_name(r, t, wanted_by);
+  const SafetensorsReader::Info info = r.info(name);
+  if (info.shape != t.shape) {
+    throw weights_error(r.path(), "tensor '" + name + "' has shape " + shape_string(info.shape) +
+                                      ", expected " + shape_string(t.shape) + " " + wanted_by);
+  }
+  if (!is_convertible_float_dtype(info.dtype)) {
+    throw weights_error(
+        r.path(), "tensor '" + name + "' has dtype " + info.dtype + ", expected F32, F16 or BF16");
+  }
+  return name;
+}
+
+std::string wanted_by(const std::string& dir, const GPTConfig& config) {
+  return "for " + hf_config_path(dir) + " (" + config.describe() + ")";
+}
+
+// The model whose tensors are looked up in the file: `config` itself, or, when
+// config.json asks for more tensors than the file holds (n_layer 2^30), the
+// same model cut to one layer more than the file could hold, so that listing
+// the expected names (12 per layer) stays cheap and the first missing one is
+// still found and named. Shapes do not depend on the layer count.
+GPTConfig listed_config(const SafetensorsReader& r, const GPTConfig& config) {
+  const uint64_t held = r.names().size();
+  if (hf_gpt2_tensor_count(config) <= held) return config;
+  GPTConfig cut = config;
+  cut.num_layers = int(std::min<uint64_t>(uint64_t(config.num_layers), held + 1));
+  return cut;
+}
+
 }  // namespace
+
+void check_hf_gpt2_weights(const std::string& dir, const GPTConfig& config) {
+  const SafetensorsReader r(weights_file(dir));
+  const std::string asked = wanted_by(dir, config);
+  for (const HfTensor& t : hf_gpt2_tensors(listed_config(r, config))) checked_tensor(r, t, asked);
+}
 
 void save_hf_gpt2(const std::string& dir, const GPTConfig& config, const void* weights,
                   DType weights_dtype, DType out_dtype) {
@@ -74,16 +115,14 @@ void save_hf_gpt2(const std::string& dir, const GPTConfig& config, const void* w
     refs.push_back(TensorRef{t.name, safetensors_dtype_of(out_dtype), t.shape, data[i].data(),
                              data[i].size()});
   }
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (!fs::is_directory(dir)) {
-    throw std::runtime_error(dir + ": cannot create directory" +
-                             (ec ? ": " + ec.message() : std::string()));
-  }
+  // Both files at once (lib/util/atomic_file.h): a reader never finds new
+  // weights beside an old or missing config.json.
+  AtomicDirWriter folder(dir);
   // transformers refuses a safetensors file without format metadata.
-  save_safetensors(hf_weights_path(dir), refs, {{"format", "pt"}});
+  save_safetensors(folder.file(kHfWeightsFile), refs, {{"format", "pt"}});
   const std::string json = hf_gpt2_config_json(config, out_dtype).dump(2) + "\n";
-  write_file_atomic(hf_config_path(dir), json.data(), json.size());
+  write_file_atomic(folder.file(kHfConfigFile), json.data(), json.size());
+  folder.commit();
 }
 
 std::vector<char> read_hf_gpt2_weights(const std::string& dir, const GPTConfig& config,
@@ -95,20 +134,18 @@ std::vector<char> read_hf_gpt2_weights(const std::string& dir, const GPTConfig& 
   std::vector<char> buf;
   std::set<std::string> used;
   const std::vector<HfTensor> tensors = hf_gpt2_tensors(config);
-  const std::string wanted_by = "for " + hf_config_path(dir) + " (" + config.describe() + ")";
+  const std::string asked = wanted_by(dir, config);
   for (const HfTensor& t : tensors) {
-    const std::string name = stored_name(r, t, wanted_by);
-    const SafetensorsReader::Info info = r.info(name);
-    if (info.shape != t.shape) {
-      throw weights_error(r.path(), "tensor '" + name + "' has shape " + shape_string(info.shape) +
-                                        ", expected " + shape_string(t.shape) + " " + wanted_by);
-    }
-    if (!is_convertible_float_dtype(info.dtype)) {
-      throw weights_error(r.path(), "tensor '" + name + "' has dtype " + info.dtype +
-                                        ", expected F32, F16 or BF16");
-    }
+    const std::string name = checked_tensor(r, t, asked);
     buf.resize(t.count() * es);
     r.read_as(name, dtype, buf.data(), t.count());
+    // A NaN or an Inf would start a run that stops at its first step, far from the cause.
+    const BadValue bad = first_bad_value(dtype, buf.data(), t.count(), false);
+    if (bad.index < t.count()) {
+      throw weights_error(r.path(), "tensor '" + name + "' element " + std::to_string(bad.index) +
+                                        " is NaN or infinite (as " + dtype_name(dtype) +
+                                        "); srkit starts only from finite weights");
+    }
     hf_tensor_to_flat(t, layout, buf.data(), flat.data(), es);
     used.insert(name);
   }
@@ -130,7 +167,7 @@ std::vector<char> read_hf_gpt2_weights(const std::string& dir, const GPTConfig& 
     // difference must not hide behind the rounding into the run's dtype.
     std::vector<float> head(wte.count()), embedding(wte.count());
     r.read_as(name, DType::kF32, head.data(), head.size());
-    r.read_as(stored_name(r, wte, wanted_by), DType::kF32, embedding.data(), embedding.size());
+    r.read_as(stored_name(r, wte, asked), DType::kF32, embedding.data(), embedding.size());
     if (std::memcmp(head.data(), embedding.data(), head.size() * sizeof(float)) != 0) {
       throw weights_error(r.path(), "tensor '" + name + "' differs from " + wte.name +
                                         "; srkit's classifier is tied to the token embedding");

@@ -18,8 +18,9 @@ namespace srkit {
 // "transformer."-prefixed names, no lm_head.weight since it is tied, no mask
 // buffers). `weights` is a host image of the flat parameter buffer
 // (ParamLayout(config).total_size() elements of weights_dtype); tensors are
-// stored as out_dtype (f32 -> bf16 rounds to nearest even). Creates DIR; each
-// file is written atomically.
+// stored as out_dtype (f32 -> bf16 rounds to nearest even). Creates DIR; the
+// folder is replaced atomically (AtomicDirWriter, lib/util/atomic_file.h):
+// a reader sees the old export or the new one, never a mix.
 void save_hf_gpt2(const std::string& dir, const GPTConfig& config, const void* weights,
                   DType weights_dtype, DType out_dtype);
 
@@ -28,9 +29,15 @@ void save_hf_gpt2(const std::string& dir, const GPTConfig& config, const void* w
 // narrowing); padded vocabulary rows and alignment padding are zero. Accepts
 // names with or without "transformer.", skips the mask buffers, and accepts a
 // stored lm_head.weight only if it equals wte. Throws std::runtime_error naming
-// the file and the tensor (with the expected name, shape or dtype) otherwise.
+// the file and the tensor (with the expected name, shape or dtype) otherwise,
+// and for a NaN or infinite value (in `dtype`).
 std::vector<char> read_hf_gpt2_weights(const std::string& dir, const GPTConfig& config,
                                        DType dtype);
+
+// The header-only check of --init-from, before any memory is spent: DIR's
+// model.safetensors holds every tensor of `config` with its shape and a float
+// dtype. Throws std::runtime_error naming the file, the tensor and config.json.
+void check_hf_gpt2_weights(const std::string& dir, const GPTConfig& config);
 
 // sr-train --init-from: checks that DIR/config.json describes the model's
 // shape, then loads DIR's weights into the model in its weight dtype.

@@ -1,10 +1,11 @@
 #include "lib/checkpoint/hf_gpt2_config.h"
 
 #include <filesystem>
-#include <fstream>
 #include <stdexcept>
 
 #include "kernels/common/math.h"
+#include "lib/util/json_text.h"
+#include "lib/util/regular_file.h"
 
 namespace srkit {
 namespace {
@@ -104,17 +105,19 @@ nlohmann::ordered_json hf_gpt2_config_json(const GPTConfig& c, DType dtype) {
 
 GPTConfig read_hf_gpt2_config(const std::string& dir) {
   const std::string path = hf_config_path(dir);
-  std::ifstream in(path);
-  if (!in) {
+  std::error_code ec;
+  if (!fs::exists(path, ec) && !fs::is_symlink(path, ec)) {
     throw config_error(path, fs::is_directory(dir) ? "missing (a Hugging Face GPT-2 folder holds "
                                                      "config.json and model.safetensors)"
                                                    : "cannot open: " + dir + " is not a directory");
   }
+  // A regular file only: a FIFO planted here would block open() forever.
+  const std::string text = RegularFile(path, "config").read_all();
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw config_error(path, std::string("not valid JSON: ") + e.what());
+    j = parse_json_text(text);
+  } catch (const std::invalid_argument& e) {
+    throw config_error(path, e.what());
   }
   if (!j.is_object()) throw config_error(path, "not a JSON object");
   const auto type = j.find("model_type");

@@ -116,6 +116,12 @@ std::vector<HfTensor> hf_gpt2_tensors(const GPTConfig& c) {
   return out;
 }
 
+uint64_t hf_gpt2_tensor_count(const GPTConfig& c) {
+  uint64_t count = 0;
+  for (const Rule& r : kRules) count += stacked(r) ? uint64_t(c.num_layers) : 1;
+  return count;
+}
+
 std::string hf_bare_name(const HfTensor& t) { return t.name.substr(std::strlen(kHfModelPrefix)); }
 
 bool is_hf_gpt2_buffer(const std::string& name) {

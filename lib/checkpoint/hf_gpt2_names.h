@@ -40,6 +40,8 @@ struct HfTensor {
 // ln_1, attn.c_attn, attn.c_proj, ln_2, mlp.c_fc, mlp.c_proj (weight, bias
 // each), ln_f. Together they cover every parameter of the ParamLayout once.
 std::vector<HfTensor> hf_gpt2_tensors(const GPTConfig& config);
+// How many that is, without building the list.
+uint64_t hf_gpt2_tensor_count(const GPTConfig& config);
 
 // The name without the "transformer." prefix.
 std::string hf_bare_name(const HfTensor& t);

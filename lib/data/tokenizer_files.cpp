@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "lib/util/json_text.h"
 #include "lib/util/sha256.h"
 
 namespace srkit {
@@ -36,13 +37,9 @@ std::string read_file(const std::string& path) {
 
 json parse_json(const std::string& path, const std::string& text) {
   try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
-    std::string what = e.what();
-    for (char& c : what) {
-      if (c == '\n' || c == '\r') c = ' ';
-    }
-    throw FileError(path, "expected valid JSON (" + what + ")");
+    return parse_json_text(text);
+  } catch (const std::invalid_argument& e) {
+    throw FileError(path, std::string("expected valid JSON: ") + e.what());
   }
 }
 

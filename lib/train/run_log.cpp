@@ -14,7 +14,20 @@ namespace srkit {
 
 RunLog::RunLog(const std::string& path, bool lead) : path_(path), lead_(lead) {
   if (!lead_) return;
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  // A link planted at the log's name must not redirect the run's writes onto a
+  // file it points at (the checkpoint writer never follows one either). A link
+  // to a device, a FIFO or a terminal (/dev/stdout) is followed: nothing is
+  // overwritten there.
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
+  struct stat target {};
+  if (fd_ < 0 && errno == ELOOP) {
+    if (::stat(path.c_str(), &target) != 0 || S_ISREG(target.st_mode)) {
+      throw std::runtime_error("--log " + path +
+                               ": is a symbolic link to a file; the log is not written through "
+                               "links: remove the link or name its target");
+    }
+    fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  }
   if (fd_ < 0) throw std::runtime_error("--log " + path + ": cannot open: " + std::strerror(errno));
   struct stat st {};
   regular_ = ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode);

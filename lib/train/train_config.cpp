@@ -3,6 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "lib/checkpoint/hf_gpt2.h"
 #include "lib/checkpoint/hf_gpt2_config.h"
 #include "lib/precision.h"
 #include "lib/train/resume_check.h"
@@ -17,6 +18,8 @@ GPTConfig init_from_shape(const TrainConfig& t) {
   GPTConfig c;
   try {
     c = read_hf_gpt2_config(t.init_from);
+    // The weights' shapes from the file's header, before anything is sized from the config.
+    check_hf_gpt2_weights(t.init_from, c);
   } catch (const std::runtime_error& e) {
     throw std::invalid_argument(std::string("--init-from: ") + e.what());
   }
@@ -89,6 +92,7 @@ void TrainConfig::validate() const {
   (void)decay_from_string(schedule);
   require(val_data.empty() || !data.empty(),
           "--val-data needs --data (the built-in corpus holds out its own tail)");
+  require(!out_dir.empty(), "--out '': expected a folder name");
   require(batch >= 1, "--batch must be >= 1 (got " + std::to_string(batch) + ")");
   require(seq_len >= 1, "--seq-len must be >= 1 (got " + std::to_string(seq_len) + ")");
   require(seq_len <= mc.max_seq_len, "--seq-len " + std::to_string(seq_len) +

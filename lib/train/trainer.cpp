@@ -12,6 +12,7 @@
 
 #include "lib/backend/backend.h"
 #include "lib/checkpoint/hf_gpt2.h"
+#include "lib/checkpoint/hf_gpt2_config.h"
 #include "lib/data/data_size.h"
 #include "lib/data/sampler.h"
 #include "lib/data/synthetic.h"
@@ -30,6 +31,7 @@
 #include "lib/train/replica_check.h"
 #include "lib/train/resume_check.h"
 #include "lib/train/run_log.h"
+#include "lib/train/run_outputs.h"
 #include "lib/train/sample_tokenizer.h"
 #include "lib/train/shadow_probe.h"
 #include "lib/util/atomic_file.h"
@@ -245,6 +247,7 @@ class Trainer::State {
   bool lead_ = true;  // the one rank that writes logs, checkpoints and progress
   uint64_t start_step_ = 0, total_ = 0, tokens_per_step_ = 0;
   LrSchedule schedule_{};
+  RunOutputs outputs_;  // where this run writes (lib/train/run_outputs.h)
   std::string ckpt_dir_;
   std::optional<uint64_t> saved_step_;  // the last step this run wrote a checkpoint of
   RunSummary summary_;
@@ -282,11 +285,9 @@ void Trainer::State::set_up() {
   check_ranks_agree_on_config(comm, c_);
   const GPTConfig mc = c_.model_config();
   const std::string& name = c_.strategy.name;
-  summary_.log_file = c_.log_file.empty()
-                          ? (std::filesystem::path(c_.out_dir) / (name + ".jsonl")).string()
-                          : c_.log_file;
-  ckpt_dir_ = c_.ckpt_dir.empty() ? (std::filesystem::path(c_.out_dir) / ("ckpt-" + name)).string()
-                                  : c_.ckpt_dir;
+  outputs_ = run_outputs(c_);
+  summary_.log_file = outputs_.log_file;
+  ckpt_dir_ = outputs_.ckpt_dir;
   if (lead_) claim_outputs();
   std::optional<CheckpointInfo> resumed;
   if (!c_.resume.empty()) {
@@ -368,19 +369,19 @@ void Trainer::State::set_up() {
 // process for the run's life, before any work: an unwritable --ckpt-dir is
 // found in the first second, and two runs never share a folder.
 void Trainer::State::claim_outputs() {
-  const std::string ckpt_flag = c_.ckpt_dir.empty() ? "--out" : "--ckpt-dir";
   prepare_output_dir("--out", c_.out_dir);
-  prepare_output_dir(ckpt_flag, ckpt_dir_);
+  prepare_output_dir(outputs_.ckpt_flag, ckpt_dir_);
   locks_.push_back(DirLock::acquire(c_.out_dir, "--out"));
-  locks_.push_back(DirLock::acquire(ckpt_dir_, ckpt_flag));
+  locks_.push_back(DirLock::acquire(ckpt_dir_, outputs_.ckpt_flag));
   // Owned now: temporaries left here were a killed writer's.
   remove_atomic_temporaries(ckpt_dir_);
-  // The log (its own lock: a --log outside --out is not covered by the above).
+  // The log (its own lock: a --log outside --out is not covered by the above),
+  // never a checkpoint's name or a file in another run's folder.
+  check_log_output(outputs_);
   const std::filesystem::path log_dir = std::filesystem::path(summary_.log_file).parent_path();
   std::error_code ec;
   if (!std::filesystem::exists(summary_.log_file, ec)) {
-    prepare_output_dir(c_.log_file.empty() ? "--out" : "--log",
-                       log_dir.empty() ? "." : log_dir.string());
+    prepare_output_dir(outputs_.log_flag, log_dir.empty() ? "." : log_dir.string());
   }
   log_ = std::make_unique<RunLog>(summary_.log_file, lead_);
 }
@@ -390,7 +391,11 @@ void Trainer::State::claim_outputs() {
 void Trainer::State::check_model_memory() {
   const MemoryEstimate e = run_memory_estimate(c_, world_);
   const uint64_t staging = lead_ ? checkpoint_staging_bytes(e, world_, c_.zero) : 0;
-  const std::string advice = "reduce --batch or --seq-len, or use a smaller model";
+  // With --init-from the model's size comes from its config.json: named, as the file to change.
+  const std::string advice = c_.init_from.empty()
+                                 ? "reduce --batch or --seq-len, or use a smaller model"
+                                 : "reduce --batch or --seq-len, or use a smaller model than " +
+                                       hf_config_path(c_.init_from) + " describes";
   if (backend_->kind() == DeviceKind::kCpu) {
     require_memory("this run on the CPU", uint64_t(e.total()) + staging,
                    describe_estimate(e) + ", checkpoint staging " + human_bytes(staging),

@@ -1,6 +1,7 @@
 #include "lib/util/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -125,6 +126,92 @@ int remove_atomic_temporaries(const std::string& dir) {
     }
   }
   return removed;
+}
+
+namespace {
+
+// fsync of a folder's own entry list (its files' renames and links).
+void fsync_directory(const std::string& dir) { fsync_directory_of(dir + "/."); }
+
+// A file of the old version the new one does not write: a hard link keeps it
+// without copying; across file systems (or where links are refused) a copy.
+void carry_over(const std::filesystem::path& from, const std::filesystem::path& to) {
+  if (::link(from.c_str(), to.c_str()) == 0) return;
+  std::error_code ec;
+  std::filesystem::copy_file(from, to, ec);
+  if (ec) throw std::runtime_error("cannot keep '" + from.string() + "': " + ec.message());
+}
+
+}  // namespace
+
+AtomicDirWriter::AtomicDirWriter(std::string dir) : dir_(std::move(dir)) {
+  while (!dir_.empty() && dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
+  const std::filesystem::path p(dir_);
+  std::filesystem::path parent = p.parent_path();
+  if (parent.empty()) parent = ".";
+  std::error_code ec;
+  if (std::filesystem::exists(p, ec) && !std::filesystem::is_directory(p, ec)) {
+    throw std::runtime_error("'" + dir_ + "' exists and is not a directory");
+  }
+  std::filesystem::create_directories(parent, ec);  // as a plain create_directories(DIR) would
+  for (int attempt = 0; attempt < 8 && staging_.empty(); ++attempt) {
+    const std::string candidate =
+        (parent / ("." + p.filename().string() + ".tmp." + random_suffix())).string();
+    if (::mkdir(candidate.c_str(), 0755) == 0) {
+      staging_ = candidate;
+    } else if (errno != EEXIST) {
+      throw io_error("cannot create a folder beside", dir_, errno);
+    }
+  }
+  if (staging_.empty())
+    throw std::runtime_error("cannot create a staging folder beside '" + dir_ + "'");
+}
+
+AtomicDirWriter::~AtomicDirWriter() {
+  if (committed_) return;
+  std::error_code ec;
+  std::filesystem::remove_all(staging_, ec);
+}
+
+std::string AtomicDirWriter::file(const std::string& name) const {
+  return (std::filesystem::path(staging_) / name).string();
+}
+
+void AtomicDirWriter::commit() {
+  if (committed_) throw std::logic_error("AtomicDirWriter: commit twice to '" + dir_ + "'");
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const bool had_old = fs::is_directory(dir_, ec);
+  if (had_old) {
+    for (const auto& entry : fs::directory_iterator(dir_)) {
+      const fs::path to = fs::path(staging_) / entry.path().filename();
+      if (fs::exists(fs::symlink_status(to))) continue;  // the new version's file
+      if (entry.is_directory(ec) && !entry.is_symlink(ec)) {
+        throw std::runtime_error("'" + dir_ + "' holds the folder " + entry.path().string() +
+                                 ", which an export does not replace; move it out of the way");
+      }
+      carry_over(entry.path(), to);
+    }
+  }
+  fsync_directory(staging_);
+  if (!had_old) {
+    if (::rename(staging_.c_str(), dir_.c_str()) != 0) throw io_error("cannot create", dir_, errno);
+  } else if (::renameat2(AT_FDCWD, staging_.c_str(), AT_FDCWD, dir_.c_str(), RENAME_EXCHANGE) !=
+             0) {
+    if (errno != EINVAL && errno != ENOSYS) throw io_error("cannot replace", dir_, errno);
+    // No atomic exchange here: the old version moves aside, then the new one in.
+    const std::string aside = staging_ + ".old";
+    if (::rename(dir_.c_str(), aside.c_str()) != 0) throw io_error("cannot replace", dir_, errno);
+    if (::rename(staging_.c_str(), dir_.c_str()) != 0) {
+      const int err = errno;
+      ::rename(aside.c_str(), dir_.c_str());
+      throw io_error("cannot replace", dir_, err);
+    }
+    fs::rename(aside, staging_, ec);  // the old version, removed below
+  }
+  committed_ = true;
+  fsync_directory_of(dir_);
+  if (had_old) fs::remove_all(staging_, ec);  // now the old version
 }
 
 }  // namespace srkit

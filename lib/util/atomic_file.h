@@ -50,4 +50,36 @@ bool is_atomic_temporary(const std::string& file_name);
 // live writer's temporary is removed. Returns how many were removed.
 int remove_atomic_temporaries(const std::string& dir);
 
+// Crash-safe replacement of a whole folder of files (sr-export's config.json
+// beside model.safetensors): the new files are written into a staging folder
+// beside DIR (.NAME.tmp.<16 hex digits>, created exclusively), and commit()
+// swaps it in with one rename, so a reader of DIR sees either the old set of
+// files or the complete new one, never new weights beside an old or missing
+// config. Files of the old DIR that the new version does not write (a
+// tokenizer put there by hand) are carried over as hard links (copies where
+// links are impossible); a sub-folder of DIR is refused. If the writer is
+// destroyed before commit(), the staging folder is removed and DIR is untouched.
+// A writer killed mid-way leaves its staging folder, which may be deleted.
+class AtomicDirWriter {
+ public:
+  // Creates the staging folder (and DIR's parents if missing); throws naming DIR.
+  explicit AtomicDirWriter(std::string dir);
+  ~AtomicDirWriter();
+  AtomicDirWriter(const AtomicDirWriter&) = delete;
+  AtomicDirWriter& operator=(const AtomicDirWriter&) = delete;
+
+  // Where to write file `name` of the new version.
+  std::string file(const std::string& name) const;
+  // Carries the old files over, fsyncs, swaps the staging folder in (renameat2
+  // RENAME_EXCHANGE where the file system has it; else DIR is moved aside
+  // first, so for that instant a reader finds no DIR, still never a mix), and
+  // removes the old version. Call once.
+  void commit();
+
+ private:
+  std::string dir_;
+  std::string staging_;
+  bool committed_ = false;
+};
+
 }  // namespace srkit

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -81,6 +82,42 @@ std::shared_ptr<DirLock> DirLock::acquire(const std::string& dir, const std::str
   std::shared_ptr<DirLock> lock(new DirLock(canonical, fd, ::getpid()));
   held_locks()[canonical] = lock;
   return lock;
+}
+
+std::optional<std::string> DirLock::holder_elsewhere(const std::string& dir) {
+  std::error_code ec;
+  const std::string canonical = std::filesystem::canonical(dir, ec).string();
+  if (ec) return std::nullopt;
+  std::lock_guard<std::mutex> guard(g_mutex);
+  const std::shared_ptr<DirLock> held = held_locks()[canonical].lock();
+  if (held && held->pid_ == ::getpid()) return std::nullopt;
+  const std::string lock_path = canonical + "/" + kLockName;
+  const int fd = ::open(lock_path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::optional<std::string> holder;
+  if (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) holder = holder_of(fd);
+  } else {
+    ::flock(fd, LOCK_UN);
+  }
+  ::close(fd);
+  return holder;
+}
+
+bool file_locked_elsewhere(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st {};
+  bool locked = false;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    if (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
+      locked = errno == EWOULDBLOCK;
+    } else {
+      ::flock(fd, LOCK_UN);
+    }
+  }
+  ::close(fd);
+  return locked;
 }
 
 DirLock::~DirLock() {

@@ -12,9 +12,17 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace srkit {
+
+// Whether an flock is held on the regular file at path (a live run's JSONL
+// log, lib/train/run_log.h) through another open file: another process's, or
+// one this process opened elsewhere (flock locks belong to open files). The
+// file is opened without following a link and without blocking, so a FIFO or a
+// device is answered "no".
+bool file_locked_elsewhere(const std::string& path);
 
 class DirLock {
  public:
@@ -26,6 +34,12 @@ class DirLock {
   DirLock& operator=(const DirLock&) = delete;
 
   const std::string& dir() const { return dir_; }
+
+  // The holder ("pid N (command) since T") when a process other than this one
+  // holds dir's lock, else nothing (no lock file, a free lock, or this
+  // process's own). Asks with a shared lock taken and dropped at once, so for
+  // that instant a rival's acquire can be refused as if this process held it.
+  static std::optional<std::string> holder_elsewhere(const std::string& dir);
 
  private:
   DirLock(std::string dir, int fd, int pid) : dir_(std::move(dir)), fd_(fd), pid_(pid) {}

@@ -35,7 +35,9 @@ void check_writable_dir(const std::string& flag, const std::string& shown, const
 }  // namespace
 
 void prepare_output_dir(const std::string& flag, const std::string& dir) {
-  const fs::path p = dir.empty() ? fs::path(".") : fs::path(dir);
+  // "" is a slip (an unset shell variable), not a request for the working directory.
+  if (dir.empty()) throw path_error(flag, "''", "expected a folder name");
+  const fs::path p(dir);
   std::error_code ec;
   if (fs::exists(p, ec) && !fs::is_directory(p, ec)) {
     throw path_error(flag, dir, "exists and is not a directory");

@@ -8,7 +8,7 @@
 namespace srkit {
 
 // Creates dir (and parents) if missing and checks that files can be created in
-// it (by creating and removing an exclusive probe file).
+// it (by creating and removing an exclusive probe file). An empty dir is refused.
 void prepare_output_dir(const std::string& flag, const std::string& dir);
 
 // An output file: its directory must exist (nothing is created) and be
