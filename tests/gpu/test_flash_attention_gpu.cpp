@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,7 @@ std::string name(const Shape& s) {
   std::snprintf(buf, sizeof buf, "B%d_T%d_NH%d_hs%d", s.B, s.T, s.NH, s.hs);
   return buf;
 }
+void PrintTo(const Shape& s, std::ostream* os) { *os << name(s); }  // gtest's parameter names
 
 // bf16 values uniform in [lo, hi) from a fixed seed.
 std::vector<bf16> values(size_t n, uint64_t seed, float lo, float hi) {
@@ -247,12 +249,131 @@ TEST_P(FlashAttentionGpu, ForwardMatchesTheReference) {
   EXPECT_LE(lse_err, kLseTol);
 }
 
+// Backward from forward's out and lse, into a NaN-filled dqkv (kOverwrite),
+// then added to earlier values (kAccumulate): q, k and v parts each against
+// the reference, and beside the unfused CPU bf16 kernels.
+TEST_P(FlashAttentionGpu, BackwardMatchesTheReference) {
+  const Shape s = GetParam();
+  const std::vector<bf16> x = make_qkv(s, 2), dy = values(s.rows(), 3, -1.0f, 1.0f);
+  const std::vector<bf16> old = values(s.qkv(), 4, -1.0f, 1.0f);
+  DeviceBuffer qkv(x), g(dy), out(s.rows() * 2), lse(s.heads() * 4), dqkv(s.qkv() * 2);
+  DeviceBuffer scratch(cuda::flash_attention_backward_scratch_bytes(s.B, s.T, s.NH));
+  auto* lse_p = static_cast<float*>(lse.ptr);
+  cuda::flash_attention_forward(DType::kBF16, out.ptr, lse_p, qkv.ptr, s.B, s.T, s.C(), s.NH,
+                                stream_);
+  cuda::flash_attention_backward(DType::kBF16, dqkv.ptr, GradWrite::kOverwrite, g.ptr, qkv.ptr,
+                                 out.ptr, lse_p, scratch.ptr, s.B, s.T, s.C(), s.NH, stream_);
+  const std::vector<bf16> got = dqkv.host<bf16>();
+  DeviceBuffer dqkv_acc(old);
+  cuda::flash_attention_backward(DType::kBF16, dqkv_acc.ptr, GradWrite::kAccumulate, g.ptr, qkv.ptr,
+                                 out.ptr, lse_p, scratch.ptr, s.B, s.T, s.C(), s.NH, stream_);
+  const std::vector<bf16> got_acc = dqkv_acc.host<bf16>();
+  const Reference ref = reference(s, x, dy);
+  const CpuRun cpu = cpu_run(s, x, dy);
+  std::vector<double> want_acc(ref.dqkv.size());
+  for (size_t i = 0; i < want_acc.size(); ++i) want_acc[i] = f(old[i]) + ref.dqkv[i];
+  const size_t C = size_t(s.C());
+  const char* parts[] = {"dq", "dk", "dv"};
+  for (size_t part = 0; part < 3; ++part) {
+    auto in_part = [&](size_t i) { return i % (3 * C) / C == part; };
+    const double err = relative_error(got, ref.dqkv, in_part);
+    const double acc_err = relative_error(got_acc, want_acc, in_part);
+    const double cpu_err = relative_error(cpu.dqkv, ref.dqkv, in_part);
+    std::printf("%s %s: flash error %.3g (accumulating %.3g), unfused CPU bf16 error %.3g\n",
+                name(s).c_str(), parts[part], err, acc_err, cpu_err);
+    EXPECT_LE(err, kRelTol) << parts[part];
+    EXPECT_LE(err, kVsUnfused * cpu_err + kOneRounding) << parts[part];
+    EXPECT_LE(acc_err, kRelTol) << parts[part] << " accumulating";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttentionGpu,
                          ::testing::Values(Shape{1, 1, 1, 64}, Shape{2, 13, 3, 64},
                                            Shape{1, 130, 2, 64}, Shape{1, 257, 1, 64},
                                            Shape{1, 1000, 1, 64}, Shape{2, 13, 1, 128},
                                            Shape{1, 77, 2, 128}),
                          [](const ::testing::TestParamInfo<Shape>& i) { return name(i.param); });
+
+// Bit-exact determinism: no gradient element is summed in a varying order.
+TEST_F(FlashAttentionGpu, BackwardGivesTheSameBitsOnEveryRun) {
+  const Shape s{2, 130, 2, 64};
+  const std::vector<bf16> x = make_qkv(s, 5), dy = values(s.rows(), 6, -1.0f, 1.0f);
+  DeviceBuffer qkv(x), g(dy), out(s.rows() * 2), lse(s.heads() * 4);
+  DeviceBuffer scratch(cuda::flash_attention_backward_scratch_bytes(s.B, s.T, s.NH));
+  auto* lse_p = static_cast<float*>(lse.ptr);
+  cuda::flash_attention_forward(DType::kBF16, out.ptr, lse_p, qkv.ptr, s.B, s.T, s.C(), s.NH,
+                                stream_);
+  std::vector<uint16_t> first;
+  for (int run = 0; run < 3; ++run) {
+    DeviceBuffer dqkv(s.qkv() * 2);
+    scratch.fill(uint8_t(run));  // the scratch's contents must not matter
+    cuda::flash_attention_backward(DType::kBF16, dqkv.ptr, GradWrite::kOverwrite, g.ptr, qkv.ptr,
+                                   out.ptr, lse_p, scratch.ptr, s.B, s.T, s.C(), s.NH, stream_);
+    const std::vector<uint16_t> bytes = dqkv.host<uint16_t>();
+    if (run == 0)
+      first = bytes;
+    else
+      EXPECT_TRUE(bytes == first) << "run " << run << " differs from run 0";
+  }
+}
+
+// Keys after a query never reach its row. NaN in every key and value from
+// kRows = 64 on: the tiles of those keys lie wholly above the diagonal of the
+// first query block, so they must not even be loaded there (a computed tile
+// would spread the NaN through 0 * NaN in P V): out, lse and dq of queries 0..63
+// keep their bits. Huge finite keys and values after query 70, inside the
+// diagonal tile of queries 64..127: masked, so out, lse and dq of queries 0..70
+// keep their bits.
+void check_future_keys_do_not_reach(int hs, cuda::Stream stream) {
+  const Shape s{1, 130, 1, hs};
+  const int C = s.C();
+  const std::vector<bf16> x = make_qkv(s, 7), dy = values(s.rows(), 8, -1.0f, 1.0f);
+  struct Result {
+    std::vector<uint16_t> out, dqkv;
+    std::vector<float> lse;
+  };
+  auto run = [&](const std::vector<bf16>& inp) {
+    DeviceBuffer qkv(inp), g(dy), out(s.rows() * 2), lse(s.heads() * 4), dqkv(s.qkv() * 2);
+    DeviceBuffer scratch(cuda::flash_attention_backward_scratch_bytes(s.B, s.T, s.NH));
+    auto* lse_p = static_cast<float*>(lse.ptr);
+    cuda::flash_attention_forward(DType::kBF16, out.ptr, lse_p, qkv.ptr, s.B, s.T, C, s.NH, stream);
+    cuda::flash_attention_backward(DType::kBF16, dqkv.ptr, GradWrite::kOverwrite, g.ptr, qkv.ptr,
+                                   out.ptr, lse_p, scratch.ptr, s.B, s.T, C, s.NH, stream);
+    return Result{out.host<uint16_t>(), dqkv.host<uint16_t>(), lse.host<float>()};
+  };
+  auto poisoned = [&](int first_key, bf16 value) {
+    std::vector<bf16> p = x;
+    for (int t = first_key; t < s.T; ++t)
+      for (int c = C; c < 3 * C; ++c) p[size_t(t) * 3 * C + c] = value;
+    return p;
+  };
+  const Result clean = run(x);
+  const bf16 nan{0x7fc0}, huge = float_to_bf16_rn(1e30f);
+  const struct {
+    int first_key;
+    bf16 value;
+    const char* what;
+  } cases[] = {{64, nan, "NaN from key 64"}, {71, huge, "1e30 from key 71"}};
+  for (const auto& c : cases) {
+    const Result r = run(poisoned(c.first_key, c.value));
+    int changed = 0;
+    for (int t = 0; t < c.first_key; ++t) {
+      changed += std::memcmp(&r.lse[size_t(t)], &clean.lse[size_t(t)], 4) != 0;
+      for (int i = 0; i < C; ++i) {
+        changed += r.out[size_t(t) * C + i] != clean.out[size_t(t) * C + i];
+        changed += r.dqkv[size_t(t) * 3 * C + i] != clean.dqkv[size_t(t) * 3 * C + i];  // dq
+      }
+    }
+    EXPECT_EQ(changed, 0) << c.what << ", hs " << hs;
+  }
+}
+
+TEST_F(FlashAttentionGpu, KeysAfterAQueryDoNotReachItsRowHs64) {
+  check_future_keys_do_not_reach(64, stream_);
+}
+TEST_F(FlashAttentionGpu, KeysAfterAQueryDoNotReachItsRowHs128) {
+  check_future_keys_do_not_reach(128, stream_);
+}
 
 }  // namespace
 }  // namespace srkit
