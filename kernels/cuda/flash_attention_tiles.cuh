@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -117,10 +118,29 @@ __device__ __forceinline__ float quad_max(float v) {
   return max_of(v, warp_shfl_xor(v, 2));
 }
 
+// Two adjacent bf16 at p (4-byte aligned) as one 32-bit word, low half first.
+__device__ __forceinline__ uint32_t load_pair(const uint16_t* p) {
+#if defined(SRKIT_CUDA_EMU)
+  uint32_t w;
+  std::memcpy(&w, p, sizeof w);
+  return w;
+#else
+  return *reinterpret_cast<const uint32_t*>(p);
+#endif
+}
+__device__ __forceinline__ void store_pair(uint16_t* p, uint32_t w) {
+#if defined(SRKIT_CUDA_EMU)
+  std::memcpy(p, &w, sizeof w);
+#else
+  *reinterpret_cast<uint32_t*>(p) = w;
+#endif
+}
+
 // dst[row0 + r][c] = RN(base + factor[r's half] * acc) for the warp's rows
-// below T, base the stored value (accumulate) or 0 (GradWrite); dst points at
-// the head's first channel of row 0, rows `stride` elements apart. Each lane
-// stores its two adjacent columns as one 32-bit word.
+// below T, base the stored value (accumulate) or 0 (GradWrite): one rounding.
+// dst points at the head's first channel of row 0, rows `stride` elements
+// apart. Each lane stores its two adjacent columns as one 32-bit word, and
+// reads them first only when accumulating.
 template <int kHs>
 __device__ __forceinline__ void store_rows(uint16_t* dst, size_t stride, int row0, int T,
                                            const mma::FragC (&acc)[kHs / 8],
@@ -130,10 +150,12 @@ __device__ __forceinline__ void store_rows(uint16_t* dst, size_t stride, int row
     if (row >= T) continue;
     for (int j = 0; j < kHs / 8; ++j) {
       uint16_t* p = dst + size_t(row) * stride + 8 * j + frag_col(2 * half);
-      const float lo = grad_base(bf16{p[0]}, accumulate) + factor[half] * acc[j].x[2 * half];
-      const float hi = grad_base(bf16{p[1]}, accumulate) + factor[half] * acc[j].x[2 * half + 1];
-      *reinterpret_cast<uint32_t*>(p) =
-          mma::pack2(float_to_bf16_rn(lo).bits, float_to_bf16_rn(hi).bits);
+      const uint32_t old = accumulate ? load_pair(p) : 0u;  // 0u: two bf16 zeros
+      const float lo =
+          bf16_to_float(bf16{mma::half_of(old, 0)}) + factor[half] * acc[j].x[2 * half];
+      const float hi =
+          bf16_to_float(bf16{mma::half_of(old, 1)}) + factor[half] * acc[j].x[2 * half + 1];
+      store_pair(p, mma::pack2(float_to_bf16_rn(lo).bits, float_to_bf16_rn(hi).bits));
     }
   }
 }
