@@ -14,7 +14,8 @@
 //     throw otherwise): qkv [B,T,3C] with q at channel 0, k at C, v at 2C and
 //     head h at channels h*hs .. h*hs+hs-1 of each part (as the QKV matmul
 //     writes it); out and dout [B,T,C], head h at channels h*hs...; dqkv
-//     [B,T,3C] laid out as qkv.
+//     [B,T,3C] laid out as qkv. lse and the scratch are fp32 arrays (4-byte
+//     aligned).
 //   - State: forward writes lse [B,NH,T] fp32, each row's log-sum-exp of its
 //     scaled scores, flash_attention_state_bytes() bytes; backward reads it
 //     and forward's out, and recomputes the probabilities from them.
