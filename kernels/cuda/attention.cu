@@ -30,6 +30,7 @@
 #include "kernels/common/softmax.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/elements.cuh"
+#include "kernels/cuda/flash_attention.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/warp.cuh"
 
@@ -306,6 +307,10 @@ Dims dims(int B, int T, int C, int NH) {
 void attention_forward(Gemm& gemm, DType dt, void* out, void* state, void* scratch, const void* inp,
                        int B, int T, int C, int NH, Stream stream) {
   check_shape("attention_forward", B, T, C, NH);
+  if (flash_attention_supported(dt, C, NH)) {
+    flash_attention_forward(dt, out, static_cast<float*>(state), inp, B, T, C, NH, stream);
+    return;
+  }
   const Dims d = dims(B, T, C, NH);
   const Buffers buf{attention_layout(dt, B, T, C, NH), static_cast<char*>(scratch)};
   probabilities(gemm, dt, buf, d, inp, static_cast<float*>(state), false, stream);
@@ -317,10 +322,17 @@ void attention_forward(Gemm& gemm, DType dt, void* out, void* state, void* scrat
 }
 
 void attention_backward(Gemm& gemm, DType dt, void* dinp, GradWrite dinp_mode, const void* dout,
-                        const void* inp, const void* /*out: rowsum(P dP) is summed directly*/,
-                        const void* state, void* scratch, int B, int T, int C, int NH,
-                        Stream stream) {
+                        const void* inp, const void* out, const void* state, void* scratch, int B,
+                        int T, int C, int NH, Stream stream) {
   check_shape("attention_backward", B, T, C, NH);
+  if (flash_attention_supported(dt, C, NH)) {
+    const AttentionLayout l = attention_layout(dt, B, T, C, NH);
+    flash_attention_backward(dt, dinp, dinp_mode, dout, inp, out, static_cast<const float*>(state),
+                             static_cast<char*>(scratch) + l.flash_scratch_offset(), B, T, C, NH,
+                             stream);
+    return;
+  }
+  // The unfused path sums rowsum(P dP) directly and does not read out.
   const Dims d = dims(B, T, C, NH);
   const Buffers buf{attention_layout(dt, B, T, C, NH), static_cast<char*>(scratch)};
   // The state is only read when recomputing.

@@ -3,8 +3,8 @@
 // tiles of keys and values in shared memory, through the warp-level bf16
 // tensor-core fragments of kernels/cuda/mma_fragment.cuh, with fp32
 // accumulation and an online softmax, so no [T,T] matrix is ever stored.
-// Not yet what the backend calls (kernels/cuda/attention.h is): these are the
-// launchers for it.
+// kernels/cuda/attention.cu's attention_forward/backward take this path for
+// the shapes flash_attention_supported accepts.
 //
 // Contract of both launchers:
 //   - dt must be DType::kBF16 and the head size hs = C / NH one of 64, 128
@@ -45,26 +45,14 @@
 
 #include "kernels/common/dtype.h"
 #include "kernels/common/grad_write.h"
+#include "kernels/cuda/attention_layout.h"
 #include "kernels/cuda/stream.h"
 
 namespace srkit::cuda {
 
-// Whether the flash kernels take this shape (bf16, C % NH == 0, hs 64 or 128).
-inline bool flash_attention_supported(DType dt, int C, int NH) {
-  if (dt != DType::kBF16 || C <= 0 || NH <= 0 || C % NH != 0) return false;
-  const int hs = C / NH;
-  return hs == 64 || hs == 128;
-}
-
-// Bytes of forward's lse, [B,NH,T] fp32 (the layer's state, read by backward).
-inline size_t flash_attention_state_bytes(int B, int T, int NH) {
-  return size_t(B) * size_t(NH) * size_t(T) * sizeof(float);
-}
-
-// Bytes of backward's scratch, [B,NH,T] fp32.
-inline size_t flash_attention_backward_scratch_bytes(int B, int T, int NH) {
-  return size_t(B) * size_t(NH) * size_t(T) * sizeof(float);
-}
+// flash_attention_supported, flash_attention_state_bytes and
+// flash_attention_backward_scratch_bytes: kernels/cuda/attention_layout.h,
+// which sizes the model's buffers without the CUDA backend being built.
 
 // out [B,T,C] = causal softmax(q k^T / sqrt(hs)) v per head; lse [B,NH,T].
 void flash_attention_forward(DType dt, void* out, float* lse, const void* qkv, int B, int T, int C,

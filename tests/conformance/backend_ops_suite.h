@@ -488,8 +488,13 @@ struct AttShape {
            " NH=" + std::to_string(NH);
   }
 };
-// NH > 1 with head size 5, NH = 1 with C = 36, and the old tests' 3 heads of 4.
-constexpr AttShape kAttShapes[] = {{2, 13, 20, 4}, {1, 7, 36, 1}, {2, 5, 12, 3}};
+// NH > 1 with head size 5, NH = 1 with C = 36, and the old tests' 3 heads of 4;
+// then shapes of the CUDA backend's flash path for bf16 (head size 64 or 128,
+// kernels/cuda/attention_layout.h): NH = 1 at odd T, T not a multiple of the
+// 64-row tile with two heads, head size 128, and T = 1000.
+constexpr AttShape kAttShapes[] = {{2, 13, 20, 4},  {1, 7, 36, 1},   {2, 5, 12, 3},
+                                   {1, 13, 64, 1},  {2, 70, 128, 2}, {1, 20, 128, 1},
+                                   {1, 1000, 64, 1}};
 
 // A forward pass whose device buffers a backward can use: state and scratch
 // sized by attention_sizes(), poisoned like every output.
@@ -557,7 +562,8 @@ TEST_P(BackendOpsDtype, AttentionForward) {
 }
 
 TEST_P(BackendOpsDtype, AttentionBackward) {
-  for (size_t shape = 0; shape < 2; ++shape) {
+  for (size_t shape = 0; shape < std::size(kAttShapes); ++shape) {
+    if (shape == 2) continue;  // the old tests' shape: forward only
     const AttShape s = kAttShapes[shape];
     SCOPED_TRACE(s.str());
     const int hs = s.C / s.NH;

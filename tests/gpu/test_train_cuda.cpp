@@ -57,6 +57,16 @@ TrainConfig tiny(const fs::path& out, const std::string& strategy, uint64_t step
   return c;
 }
 
+// The tiny model with one head of 64 channels: the head size of the CUDA
+// backend's flash attention (kernels/cuda/attention_layout.h) for bf16 storage,
+// which tiny's four heads of 16 do not take.
+TrainConfig flash_tiny(const fs::path& out, const std::string& strategy, uint64_t steps,
+                       const std::string& device) {
+  TrainConfig c = tiny(out, strategy, steps, device);
+  c.heads = 1;
+  return c;
+}
+
 std::vector<double> step_losses(const std::string& log_file) {
   std::vector<double> out;
   std::ifstream in(log_file);
@@ -128,6 +138,38 @@ TEST_F(TrainCuda, ResumeContinuesBitForBit) {
   }
 }
 
+// Through the flash attention (bf16 storage, head size 64): the loss curve
+// tracks the CPU's as the unfused path's does (kLossRelTol), the same run twice
+// gives the same bits (its backward has no atomics), and a resumed run ends
+// with the bits of the whole one.
+TEST_F(TrainCuda, FlashAttentionRunsTrackTheCpuRepeatAndResumeBitForBit) {
+  for (const char* strategy : {"bf16-sr", "mixed"}) {
+    SCOPED_TRACE(strategy);
+    const fs::path dir = fresh_dir(std::string("flash_") + strategy);
+    const RunSummary gpu = Trainer(flash_tiny(dir / "gpu", strategy, 12, "cuda")).run();
+    const RunSummary cpu = Trainer(flash_tiny(dir / "cpu", strategy, 12, "cpu")).run();
+    const std::vector<double> g = step_losses(gpu.log_file), c = step_losses(cpu.log_file);
+    ASSERT_EQ(g.size(), 12u);
+    ASSERT_EQ(c.size(), 12u);
+    EXPECT_NEAR(g[0], c[0], 1e-3 * c[0]);
+    for (size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], c[i], kLossRelTol * c[i]) << i + 1;
+
+    const RunSummary again = Trainer(flash_tiny(dir / "again", strategy, 12, "cuda")).run();
+    EXPECT_EQ(gpu.weights_checksum, again.weights_checksum);
+    EXPECT_EQ(step_losses(again.log_file), g);
+
+    TrainConfig first = flash_tiny(dir / "part", strategy, 12, "cuda");
+    first.ckpt_interval = 5;
+    first.ckpt_dir = (dir / "part_ckpt").string();
+    Trainer(first).run();
+    TrainConfig second = first;
+    second.resume = (dir / "part_ckpt" / "ckpt_00000005.safetensors").string();
+    second.ckpt_dir = (dir / "resumed_ckpt").string();
+    const RunSummary resumed = Trainer(second).run();
+    EXPECT_TRUE(read_all(resumed.checkpoint) == read_all(gpu.checkpoint)) << "resume";
+  }
+}
+
 // A checkpoint holds the weights and optimizer state, not the device: one
 // written on cuda resumes on cpu and the reverse, and the continuation tracks
 // the same-device one.
@@ -183,25 +225,30 @@ TEST_F(TrainCuda, NcclWorldOfOneGivesTheSingleProcessBits) {
 // group range (on tiny about 3 KiB and 6 KiB; each at most 48 KiB + 16 bytes
 // per decay run).
 TEST_F(TrainCuda, MemoryModelMatchesTheMeasuredPeak) {
-  for (const char* name : {"bf16-sr", "mixed", "amp", "fp32"}) {
-    MemoryScenario s;
-    s.model = gpt_preset("tiny");
-    s.strategy = strategy_from_string(name);
-    s.batch = 4;
-    s.seq_len = 32;
-    s.device = "cuda";
-    const MemoryEstimate e = estimate_memory(s);
-    BenchRunSettings settings;
-    settings.device = "cuda";
-    const RunSummary r = run_bench_training(s.model, s.strategy, s.batch, s.seq_len, 2, settings);
-    for (MemCategory c : {MemCategory::kWeights, MemCategory::kMaster, MemCategory::kGrads,
-                          MemCategory::kOptState, MemCategory::kActivations}) {
-      EXPECT_EQ(r.memory.peak[int(c)], e.category(c)) << name << " " << mem_category_name(c);
+  // tiny's four heads of 16 (the unfused attention), and one head of 64 (the
+  // flash attention for bf16: its state and scratch are O(B*NH*T)).
+  for (const int heads : {4, 1})
+    for (const char* name : {"bf16-sr", "mixed", "amp", "fp32"}) {
+      SCOPED_TRACE("heads " + std::to_string(heads));
+      MemoryScenario s;
+      s.model = gpt_preset("tiny");
+      s.model.num_heads = heads;
+      s.strategy = strategy_from_string(name);
+      s.batch = 4;
+      s.seq_len = 32;
+      s.device = "cuda";
+      const MemoryEstimate e = estimate_memory(s);
+      BenchRunSettings settings;
+      settings.device = "cuda";
+      const RunSummary r = run_bench_training(s.model, s.strategy, s.batch, s.seq_len, 2, settings);
+      for (MemCategory c : {MemCategory::kWeights, MemCategory::kMaster, MemCategory::kGrads,
+                            MemCategory::kOptState, MemCategory::kActivations}) {
+        EXPECT_EQ(r.memory.peak[int(c)], e.category(c)) << name << " " << mem_category_name(c);
+      }
+      const size_t scratch = r.memory.peak[int(MemCategory::kScratch)];
+      EXPECT_GE(scratch, e.category(MemCategory::kScratch)) << name;
+      EXPECT_LE(scratch, e.category(MemCategory::kScratch) + (64 << 10)) << name;
     }
-    const size_t scratch = r.memory.peak[int(MemCategory::kScratch)];
-    EXPECT_GE(scratch, e.category(MemCategory::kScratch)) << name;
-    EXPECT_LE(scratch, e.category(MemCategory::kScratch) + (64 << 10)) << name;
-  }
 }
 
 }  // namespace
