@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -299,6 +300,86 @@ TEST(SweepCli, AFailedCellsReasonIsOnTheSweepsStderr) {
             std::string::npos)
       << r.err;
   fs::remove_all(d);
+}
+
+// ---- carried across machines (lib/bench/sweep_carry.h) ----------------------
+
+const std::string kCarryGrid = kTiny + " --strategies mixed,bf16-sr --seeds 1";
+
+nlohmann::json read_json(const fs::path& p) { return nlohmann::json::parse(read_text(p)); }
+
+// A grid split over two "machines" (two folders): the second takes the first's
+// cells and runs only the rest, and its report equals the whole grid run in one
+// folder; a rerun there runs nothing.
+TEST(SweepCarry, CellsFinishedInAnotherFolderCountAsDone) {
+  const fs::path a = testing_paths::fresh_dir("sweep", "carry_a");
+  const fs::path b = testing_paths::fresh_dir("sweep", "carry_b");
+  const fs::path whole = testing_paths::fresh_dir("sweep", "carry_whole");
+  ASSERT_EQ(sweep(kCarryGrid + " --lrs 1e-3 --out " + a.string()).code, 0);
+  const Result r =
+      sweep(kCarryGrid + " --lrs 1e-3,3e-3 --out " + b.string() + " --carry " + a.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("2 cells run now, 0 before, 2 carried from other folders"),
+            std::string::npos)
+      << r.out;
+  ASSERT_EQ(sweep(kCarryGrid + " --lrs 1e-3,3e-3 --out " + whole.string()).code, 0);
+  EXPECT_EQ(numbers_of(b / "sweep.csv"), numbers_of(whole / "sweep.csv"));
+
+  const fs::path carried = b / "cells" / "bf16-sr" / "lr0.001" / "seed1" / "result.json";
+  EXPECT_EQ(read_json(carried).at("carried_from"), a.string());
+  EXPECT_TRUE(read_json(carried).at("environment").at("probe").contains("bf16-sr"));
+  const nlohmann::json provenance = read_json(b / "sweep.json").at("provenance");
+  EXPECT_EQ(provenance.at("carried").size(), 2u);
+  EXPECT_EQ(provenance.at("run_here"), 2);
+  EXPECT_NE(read_text(b / "sweep.md").find("| mixed lr=0.001 seed=1 | " + a.string()),
+            std::string::npos);
+
+  const Result again =
+      sweep(kCarryGrid + " --lrs 1e-3,3e-3 --out " + b.string() + " --carry " + a.string());
+  EXPECT_NE(again.out.find("0 cells run now, 4 before"), std::string::npos) << again.out;
+  for (const fs::path& d : {a, b, whole}) fs::remove_all(d);
+}
+
+// Cells of other numerics (a probe that differs), another configuration, or
+// no environment record are listed with the reason and run here instead.
+TEST(SweepCarry, CellsOfOtherSettingsAreReportedAndRunHere) {
+  const std::string grid = kTiny + " --strategies bf16-sr --lrs 1e-3 --seeds 1";
+  const fs::path a = testing_paths::fresh_dir("sweep", "other_a");
+  ASSERT_EQ(sweep(grid + " --out " + a.string()).code, 0);
+  const fs::path result = fs::path("cells") / "bf16-sr" / "lr0.001" / "seed1" / "result.json";
+  auto variant = [&](const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
+    const fs::path d = testing_paths::fresh_dir("sweep", "other_" + name);
+    fs::create_directories((d / result).parent_path());
+    nlohmann::json j = read_json(a / result);
+    edit(j);
+    std::ofstream(d / result) << j.dump(1);
+    return d;
+  };
+  const fs::path numerics = variant("numerics", [](nlohmann::json& j) {
+    j["environment"]["probe"]["bf16-sr"] = "0123456789abcdef";
+  });
+  const fs::path config = variant("config", [](nlohmann::json& j) { j["config"]["steps"] = 5; });
+  const fs::path old = variant("old", [](nlohmann::json& j) { j.erase("environment"); });
+
+  const fs::path b = testing_paths::fresh_dir("sweep", "other_b");
+  const Result r = sweep(grid + " --out " + b.string() + " --carry " + numerics.string() + "," +
+                         config.string() + "," + old.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("1 cells run now, 0 before, 0 carried"), std::string::npos) << r.out;
+  const std::string md = read_text(b / "sweep.md");
+  for (const std::string& why :
+       {(numerics / result).string() + ": other numerics: probe 0123456789abcdef there",
+        (config / result).string() + ": another configuration",
+        (old / result).string() + ": no environment record"}) {
+    EXPECT_NE(md.find(why), std::string::npos) << why << "\n" << md;
+    EXPECT_NE(r.err.find("not carried: " + why), std::string::npos) << why << "\n" << r.err;
+  }
+  // The cell run here reproduces the one of the first folder.
+  EXPECT_EQ(numbers_of(b / "sweep.csv"), numbers_of(a / "sweep.csv"));
+  const Result bad = sweep(grid + " --out " + b.string() + " --carry " + (b / "nope").string());
+  EXPECT_EQ(bad.code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--carry " + (b / "nope").string()), std::string::npos) << bad.err;
+  for (const fs::path& d : {a, b, numerics, config, old}) fs::remove_all(d);
 }
 
 TEST(SweepCli, BadFlagsAreOneLineAndExit2) {

@@ -32,6 +32,7 @@ struct SweepArgs {
   std::string lrs = "3e-4,1e-3,3e-3";
   std::string seeds = "1,2,3";
   std::string ablate;
+  std::string carry;
   SweepOptions options;
 };
 
@@ -69,6 +70,13 @@ int run_sweep_command(SweepArgs& a) {
     }
   }
   if (o.base.seq_len == 0) o.base.seq_len = o.base.model_config().max_seq_len;
+  if (!a.carry.empty()) o.carry_from = split_list(a.carry, "--carry");
+  for (const std::string& dir : o.carry_from) {
+    if (!std::filesystem::is_directory(std::filesystem::path(dir) / "cells")) {
+      throw std::invalid_argument("--carry " + dir +
+                                  ": expected a sweep folder (one holding cells/)");
+    }
+  }
   o.validate();
   prepare_output_dir("--out", o.out_dir);
 
@@ -89,15 +97,21 @@ int run_sweep_command(SweepArgs& a) {
     return 130;
   }
   const SweepTable table = summarize_sweep(o, run.cells);
-  const std::string md = sweep_markdown(o, table, a.ablate, ablations);
+  const std::vector<SweepCell> cells = sweep_cells(o);
+  const std::string md =
+      sweep_markdown(o, table, a.ablate, ablations) + carry_markdown(o, cells, run.carry);
   const std::string dir = o.out_dir + "/";
   write_report(dir + "sweep.md", md);
   write_report(dir + "sweep.csv", sweep_csv(run.cells));
-  write_report(dir + "sweep.json", sweep_json(o, table, run.cells).dump(1) + "\n");
+  nlohmann::json json = sweep_json(o, table, run.cells);
+  json["provenance"] = carry_json(cells, run.carry);
+  write_report(dir + "sweep.json", json.dump(1) + "\n");
   write_chart(dir + "sweep-lr.svg", [&] { return sweep_lr_svg(table); });
   write_chart(dir + "sweep-curves.svg", [&] { return sweep_curves_svg(table, run.cells); });
-  std::printf("%s\nsr-bench sweep: %d cells run now, %zu before; reports in %s\n", md.c_str(),
-              run.ran, run.cells.size() - size_t(run.ran), o.out_dir.c_str());
+  std::printf(
+      "%s\nsr-bench sweep: %d cells run now, %d before, %zu carried from other folders; "
+      "reports in %s\n",
+      md.c_str(), run.ran, run.carry.done_before, run.carry.carried.size(), o.out_dir.c_str());
   return 0;
 }
 
@@ -136,6 +150,12 @@ Subcommand add_sweep_command(CLI::App& parent) {
                   "PRESET:v=f32, PRESET:g=f32, bf16-kahan and mixed:m=bf16,v=bf16 (and PRESET "
                   "itself)");
   app->add_option("--out", args->options.out_dir, "folder of the cells and reports")->required();
+  app->add_option("--carry", args->carry,
+                  "comma-separated folders of this grid's cells finished elsewhere (their "
+                  "cells/.../result.json files, e.g. committed under docs/experiments/): a cell "
+                  "they hold with this grid's configuration and numerics probe is taken instead "
+                  "of run; the report says which and why not")
+      ->type_name("DIRS");
   app->add_option("--jobs", args->options.jobs, "cells run at once, one process each")
       ->check(cli::integer_in(1, 256))
       ->capture_default_str();

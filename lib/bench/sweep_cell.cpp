@@ -60,7 +60,9 @@ nlohmann::json SweepCellResult::to_json() const {
           {"seconds", seconds},
           {"val_curve", curve_json(val_curve)},
           {"train_curve", curve_json(train_curve)},
-          {"config", config}};
+          {"config", config},
+          {"environment", environment},
+          {"carried_from", carried_from}};
 }
 
 SweepCellResult SweepCellResult::from_json(const nlohmann::json& j) {
@@ -82,6 +84,8 @@ SweepCellResult SweepCellResult::from_json(const nlohmann::json& j) {
   r.val_curve = curve_from(j.at("val_curve"));
   r.train_curve = curve_from(j.at("train_curve"));
   r.config = j.at("config");
+  r.environment = j.value("environment", nlohmann::json());
+  r.carried_from = j.value("carried_from", std::string());
   return r;
 }
 
@@ -107,6 +111,7 @@ bool run_sweep_cell(const SweepOptions& options, const SweepCell& cell) {
   r.lr = cell.lr;
   r.seed = cell.seed;
   r.config = config.to_json();
+  r.environment = options.environment;
   const auto start = std::chrono::steady_clock::now();
   try {
     const RunSummary s = Trainer(config).run();

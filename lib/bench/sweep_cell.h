@@ -26,6 +26,10 @@ struct SweepCellResult {
   std::vector<std::pair<uint64_t, double>> val_curve;    // (step, validation loss)
   std::vector<std::pair<uint64_t, double>> train_curve;  // (step, training loss)
   nlohmann::json config;  // the cell's TrainConfig::to_json(): a resumed sweep must match it
+  // Where it ran (lib/bench/sweep_carry.h): device, build, numerics probe; null
+  // in results written before carry-over existed.
+  nlohmann::json environment;
+  std::string carried_from;  // the --carry folder it was taken from, if any
   bool ok() const { return status == "ok"; }
   nlohmann::json to_json() const;
   static SweepCellResult from_json(const nlohmann::json& j);  // throws on a malformed record

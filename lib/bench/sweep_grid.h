@@ -25,6 +25,11 @@ struct SweepOptions {
   int jobs = 1;           // cells run at once, each in its own process
   int threads = 0;        // CPU threads of the whole sweep; 0: all the machine has
   int curve_points = 10;  // evaluations per run (the loss curves)
+  // Folders of the same grid's cells finished elsewhere (lib/bench/sweep_carry.h).
+  std::vector<std::string> carry_from;
+  // This machine's environment record, set by run_sweep and written into every
+  // result (lib/bench/sweep_carry.h); null until probed.
+  nlohmann::json environment;
   // Throws std::invalid_argument naming the flag.
   void validate() const;
   // Threads each cell runs with: the sweep's threads split over the jobs.

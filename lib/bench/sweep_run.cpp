@@ -1,20 +1,18 @@
 #include "lib/bench/sweep_run.h"
 
-#include <fcntl.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <csignal>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <stdexcept>
 #include <thread>
 
+#include "lib/bench/sweep_child.h"
 #include "lib/util/stop_signal.h"
 
 namespace srkit {
@@ -33,47 +31,6 @@ std::string duration_text(double seconds) {
   return buf;
 }
 
-// The child: output to the cell's output.txt, the run, an exit code (0 done,
-// 1 failed, 130 stopped by a signal). Never returns.
-[[noreturn]] void run_child(const SweepOptions& options, const SweepCell& cell, pid_t parent) {
-  // A cell never outlives its sweep: when the parent dies, however it dies
-  // (kill -9 included), the kernel kills the cell, so no orphan trains on
-  // (and holds the cell's folder) behind a rerun. The parent may have died
-  // between fork() and prctl(): then the cell is already an orphan.
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) ::_exit(1);
-  int code = 1;
-  try {
-    std::filesystem::create_directories(cell.dir);
-    const int fd =
-        ::open(cell.output_file().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, STDOUT_FILENO);
-      ::dup2(fd, STDERR_FILENO);
-      ::close(fd);
-    }
-    code = run_sweep_cell(options, cell) ? 0 : 130;
-  } catch (const Interrupted&) {  // stopped before its training loop began
-    code = 130;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "sr-bench sweep: %s\n", e.what());
-  }
-  std::fflush(stdout);
-  std::fflush(stderr);
-  ::_exit(code);  // no atexit handlers or destructors of the parent's objects
-}
-
-// The reason a failed cell gave (its output's last line), for the sweep's own
-// one-line error: the cause belongs on the sweep's stderr, not only in the file.
-std::string last_line_of(const std::string& path) {
-  std::ifstream in(path);
-  std::string line, last = "no output";
-  while (std::getline(in, line)) {
-    if (!line.empty()) last = line;
-  }
-  return last;
-}
-
 std::string cell_name(const SweepCell& c) {
   return c.strategy.name + " lr=" + lr_text(c.lr) + " seed=" + std::to_string(c.seed);
 }
@@ -85,25 +42,39 @@ SweepRun run_sweep(const SweepOptions& options, std::FILE* progress) {
   const std::vector<SweepCell> cells = sweep_cells(options);
   SweepRun run;
   run.cells.resize(cells.size());
+  std::vector<bool> have(cells.size(), false);
+  for (size_t i = 0; i < cells.size(); ++i)
+    have[i] = read_cell_result(options, cells[i], run.cells[i]);
+  run.carry.done_before = int(std::count(have.begin(), have.end(), true));
+  const size_t total = cells.size();
+  std::fflush(stdout);
+  std::fflush(stderr);  // a child must not inherit unflushed buffers
+  // The environment every result of this call records, and the key of the
+  // cells other folders may give (lib/bench/sweep_carry.h): probed only when
+  // some cell is still missing.
+  SweepOptions with_env = options;
+  if (run.carry.done_before < int(total)) {
+    with_env.environment = probe_environment(options);
+    carry_cells(with_env, cells, with_env.environment, run.cells, have, run.carry);
+  }
   std::vector<size_t> todo;
   for (size_t i = 0; i < cells.size(); ++i) {
-    if (!read_cell_result(options, cells[i], run.cells[i])) todo.push_back(i);
+    if (!have[i]) todo.push_back(i);
   }
-  const size_t total = cells.size();
   size_t done = total - todo.size();
   if (progress) {
     std::fprintf(progress,
-                 "sr-bench sweep: %zu cells (%zu strategies x %zu lrs x %zu seeds), %zu done "
-                 "before, %d at a time with %d threads each\n",
-                 total, options.strategies.size(), options.lrs.size(), options.seeds.size(), done,
-                 options.jobs, options.threads_per_cell());
+                 "sr-bench sweep: %zu cells (%zu strategies x %zu lrs x %zu seeds), %d done "
+                 "before, %zu carried from other folders, %d at a time with %d threads each\n",
+                 total, options.strategies.size(), options.lrs.size(), options.seeds.size(),
+                 run.carry.done_before, run.carry.carried.size(), options.jobs,
+                 options.threads_per_cell());
+    for (const std::string& why : run.carry.excluded)
+      std::fprintf(progress, "  not carried: %s\n", why.c_str());
     std::fflush(progress);
   }
-  std::fflush(stdout);
-  std::fflush(stderr);  // a child must not inherit unflushed buffers
 
   const Clock::time_point start = Clock::now();
-  const pid_t parent = ::getpid();
   std::map<pid_t, size_t> running;  // child -> cell index
   std::string failure;
   size_t next = 0;
@@ -111,12 +82,16 @@ SweepRun run_sweep(const SweepOptions& options, std::FILE* progress) {
     while (failure.empty() && stop_signal() == 0 && next < todo.size() &&
            running.size() < size_t(options.jobs)) {
       const size_t index = todo[next++];
-      const pid_t pid = ::fork();
-      if (pid < 0) {
-        failure = std::string("cannot start a cell process: ") + std::strerror(errno);
+      const SweepCell& cell = cells[index];
+      pid_t pid = -1;
+      try {
+        // Exit codes: 0 done, 1 failed, 130 stopped by a signal.
+        pid = start_child(cell.dir, cell.output_file(),
+                          [&] { return run_sweep_cell(with_env, cell) ? 0 : 130; });
+      } catch (const std::runtime_error& e) {
+        failure = e.what();
         break;
       }
-      if (pid == 0) run_child(options, cells[index], parent);
       running[pid] = index;
     }
     if (running.empty()) break;
@@ -137,6 +112,7 @@ SweepRun run_sweep(const SweepOptions& options, std::FILE* progress) {
       if (code == 0 && read_cell_result(options, cell, run.cells[it->second])) {
         ++done;
         ++run.ran;
+        ++run.carry.run_here;
         if (progress) {
           const SweepCellResult& r = run.cells[it->second];
           const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();

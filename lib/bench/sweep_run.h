@@ -1,14 +1,12 @@
 // sr-bench sweep, the runner: every cell of the grid that has no result file
-// yet, up to `jobs` at a time, each in a child process of its own (fork, then
-// the Trainer runs in the child), so cells never share threads, memory or a
-// crash. The parent never runs OpenMP or BLAS code itself, which keeps fork safe.
-// A cell dies with its parent (PR_SET_PDEATHSIG): a killed sweep leaves no
-// orphan cell training on.
+// yet and none in a --carry folder (lib/bench/sweep_carry.h), up to `jobs` at a
+// time, each in a child process of its own (lib/bench/sweep_child.h).
 #pragma once
 
 #include <cstdio>
 #include <vector>
 
+#include "lib/bench/sweep_carry.h"
 #include "lib/bench/sweep_cell.h"
 #include "lib/bench/sweep_grid.h"
 
@@ -18,6 +16,7 @@ struct SweepRun {
   std::vector<SweepCellResult> cells;  // grid order (sweep_cells)
   int ran = 0;                         // cells run by this call (the rest were done before)
   bool interrupted = false;            // a stop signal ended it early (cells missing)
+  CarryReport carry;                   // where the cells come from
 };
 
 // Runs the missing cells; one progress line per finished cell on `progress`
