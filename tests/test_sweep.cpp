@@ -382,6 +382,27 @@ TEST(SweepCarry, CellsOfOtherSettingsAreReportedAndRunHere) {
   for (const fs::path& d : {a, b, numerics, config, old}) fs::remove_all(d);
 }
 
+// The report of cells done elsewhere is rebuilt from a folder holding copies
+// of them, with the data at another path (compared by name), training nothing:
+// the way a grid finished on GPUs is reported on a machine without one.
+TEST(SweepCarry, AReportIsRebuiltFromCopiedCellsWithoutTraining) {
+  const fs::path a = testing_paths::fresh_dir("sweep", "rebuild_a");
+  const fs::path b = testing_paths::fresh_dir("sweep", "rebuild_b");
+  std::string text;
+  for (int i = 0; i < 400; ++i) text += "line " + std::to_string(i) + " of some training text\n";
+  for (const fs::path& d : {a, b}) std::ofstream(d / "text.txt") << text;
+  const std::string grid = kTiny + " --strategies bf16-sr --lrs 1e-3 --seeds 1,2 --data ";
+  ASSERT_EQ(sweep(grid + (a / "text.txt").string() + " --out " + (a / "run").string()).code, 0);
+  fs::create_directories(b / "run");
+  fs::copy(a / "run" / "cells", b / "run" / "cells", fs::copy_options::recursive);
+  const Result r = sweep(grid + (b / "text.txt").string() + " --out " + (b / "run").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("0 cells run now, 2 before"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(b / "run" / "probe")) << "nothing to run: no probe either";
+  EXPECT_EQ(numbers_of(b / "run" / "sweep.csv"), numbers_of(a / "run" / "sweep.csv"));
+  for (const fs::path& d : {a, b}) fs::remove_all(d);
+}
+
 TEST(SweepCli, BadFlagsAreOneLineAndExit2) {
   const fs::path d = testing_paths::fresh_dir("sweep", "bad");
   const std::string out = " --out " + d.string();

@@ -6,7 +6,8 @@
 # It records an inventory, runs every GPU test (the conformance suite's cuda
 # instance and the GPU training tests: a skipped test is a failure here), runs
 # compute-sanitizer memcheck on a subset, the kernel and training benchmarks,
-# and writes at most 8 result files, summary.md (a short table) last. It stops
+# the learning-rate grid's next cells, and writes at most 10 result files,
+# summary.md (a short table) last. It stops
 # at once, naming why, where there is no GPU or a library is missing.
 set -uo pipefail
 bundle="$(cd "$(dirname "$0")" && pwd)"
@@ -209,6 +210,35 @@ EOF
   row "kernel profile (ncu, gpt2-124m bf16-sr step)" "rc $prof_rc (profile.md)"
 else
   row "kernel profile" "not run: ncu not found"
+fi
+
+# ---- 7. the learning-rate grid, carried across sessions (docs/experiments.md) -----
+# gpt2-124m, 1000 steps per cell, 4 strategies x 5 learning rates x 3 seeds: more
+# than one session's device time, so each session adds cells for SWEEP_SECONDS
+# (default 240) and stops (a stopped sweep keeps its finished cells); the cells
+# committed under docs/experiments/sweep-gpt2-124m-lr (carried in the bundle)
+# count as done. The new cells come back as sweep-cells.tar.gz, to unpack into
+# that folder and commit (bench/gpu/README.md).
+sweep_dir="$here/sweep-gpt2-124m-lr"
+if [ -f "$bundle/data/tinyshakespeare.txt" ]; then
+  carry=()
+  [ -d "$bundle/carry/sweep-gpt2-124m-lr/cells" ] && carry=(--carry "$bundle/carry/sweep-gpt2-124m-lr")
+  timeout -s TERM "${SWEEP_SECONDS:-240}" "$here/bin/sr-bench" sweep --device cuda --model gpt2-124m \
+    --data "$bundle/data/tinyshakespeare.txt" --batch 16 --seq-len 256 --steps 1000 --warmup 50 \
+    --schedule cosine --eval-batches 8 --curve-points 6 --lrs 3e-4,6e-4,1e-3,2e-3,3e-3 \
+    --seeds 1,2,3 --strategies mixed,bf16,bf16-sr,bf16-kahan --jobs 4 --threads 16 \
+    "${carry[@]}" --out "$sweep_dir" >"$out/sweep.md" 2>"$out/sweep.err"
+  sweep_rc=$?
+  cells_done=$(find "$sweep_dir/cells" -name result.json 2>/dev/null | wc -l)
+  cells_new=$(find "$sweep_dir/cells" -name result.json -exec grep -L '"carried_from": "[^"]' {} + 2>/dev/null | wc -l)
+  (cd "$sweep_dir" && find cells -name result.json -print0 2>/dev/null |
+    tar --null -T - -czf "$out/sweep-cells.tar.gz") 2>>"$out/sweep.err"
+  tail -5 "$out/sweep.err" >>"$out/sweep.md"
+  rm -f "$out/sweep.err"
+  row "learning-rate grid (gpt2-124m, 1000 steps, 60 cells)" \
+    "rc $sweep_rc, $cells_done of 60 cells done, $cells_new run in this session (sweep-cells.tar.gz)"
+else
+  row "learning-rate grid" "not run: data/tinyshakespeare.txt not in the bundle"
 fi
 
 write_summary

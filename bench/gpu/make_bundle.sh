@@ -46,6 +46,16 @@ strip --strip-unneeded "$out"/lib/*.so* 2>/dev/null || true
 tar -C "$out" -czf "$out/payload.tar.gz" bin lib
 du -sh "$out"/bin/* "$out"/lib/* | sort -h | tail -6
 rm -rf "$out/bin" "$out/lib"
+# The learning-rate grid's data and the cells finished in earlier sessions
+# (bundle_run.sh step 7); the data is a checkout's ../shared/data when present.
+data="${BUNDLE_DATA:-../shared/data/tinyshakespeare.txt}"
+if [ -f "$data" ]; then
+  mkdir -p "$out/data" && cp "$data" "$out/data/tinyshakespeare.txt"
+fi
+if [ -d docs/experiments/sweep-gpt2-124m-lr/cells ]; then
+  mkdir -p "$out/carry/sweep-gpt2-124m-lr"
+  cp -r docs/experiments/sweep-gpt2-124m-lr/cells "$out/carry/sweep-gpt2-124m-lr/"
+fi
 cp bench/gpu/bundle_run.sh "$out/run.sh"
 chmod +x "$out/run.sh"
 cat >"$out/BUILD.txt" <<EOF

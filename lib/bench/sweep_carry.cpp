@@ -72,15 +72,6 @@ std::string relative_cell(const SweepOptions& o, const SweepCell& cell) {
 
 }  // namespace
 
-nlohmann::json portable_config(const nlohmann::json& config) {
-  nlohmann::json c = config;
-  for (const char* key : {"data", "val_data"}) {
-    if (c.contains(key) && c[key].is_string())
-      c[key] = fs::path(c[key].get<std::string>()).filename().string();
-  }
-  return c;
-}
-
 nlohmann::json probe_environment(const SweepOptions& o) {
   const nlohmann::json build = build_facts();
   nlohmann::json env = {{"device", ""},

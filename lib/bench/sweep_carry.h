@@ -27,10 +27,6 @@
 
 namespace srkit {
 
-// A cell's configuration as compared between machines: TrainConfig::to_json
-// with --data and --val-data by file name (their paths differ between machines).
-nlohmann::json portable_config(const nlohmann::json& config);
-
 // This machine's environment record: {"device", "build_type", "git_commit",
 // "probe": {strategy: checksum}}, from one-step runs of each strategy of the
 // grid in child processes (folders OUT/probe/<strategy>/; sweep_run.cpp runs

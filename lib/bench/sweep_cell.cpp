@@ -89,6 +89,15 @@ SweepCellResult SweepCellResult::from_json(const nlohmann::json& j) {
   return r;
 }
 
+nlohmann::json portable_config(const nlohmann::json& config) {
+  nlohmann::json c = config;
+  for (const char* key : {"data", "val_data"}) {
+    if (c.contains(key) && c[key].is_string())
+      c[key] = std::filesystem::path(c[key].get<std::string>()).filename().string();
+  }
+  return c;
+}
+
 uint64_t diverged_step_of(const std::string& message) {
   // The number after the first "at step " (the trainer's divergence message); 0 if none.
   static constexpr std::string_view kAtStep = "at step ";
@@ -147,8 +156,8 @@ bool read_cell_result(const SweepOptions& options, const SweepCell& cell, SweepC
     throw std::invalid_argument(path + ": not a sweep cell result (" + e.what() +
                                 "); delete it to run the cell again");
   }
-  const nlohmann::json expected = cell_config(options, cell).to_json();
-  if (out.config != expected) {
+  const nlohmann::json expected = portable_config(cell_config(options, cell).to_json());
+  if (portable_config(out.config) != expected) {
     throw std::runtime_error(path + ": written by a sweep with another configuration (" +
                              out.config.dump() + ", this sweep: " + expected.dump() +
                              "); use another --out");

@@ -42,9 +42,15 @@ struct SweepCellResult {
 bool run_sweep_cell(const SweepOptions& options, const SweepCell& cell);
 
 // The cell's result file, or nothing when it has none. Throws naming the file
-// when it is unreadable, or when its configuration is not this sweep's (the
-// folder holds another sweep: mixing them would be wrong).
+// when it is unreadable, or when its configuration (portable_config) is not
+// this sweep's (the folder holds another sweep: mixing them would be wrong).
 bool read_cell_result(const SweepOptions& options, const SweepCell& cell, SweepCellResult& out);
+
+// A cell's configuration as compared between folders and machines:
+// TrainConfig::to_json with --data and --val-data by file name (their paths
+// differ between machines; lib/bench/sweep_carry.h's numerics probe compares
+// their contents).
+nlohmann::json portable_config(const nlohmann::json& config);
 
 // The step a TrainingDiverged message names ("... at step N ..."); 0 if none.
 uint64_t diverged_step_of(const std::string& message);
