@@ -157,10 +157,20 @@ TEST(MemoryModel, RecomputationKeepsLayerInputsAndOneLayer) {
   const MemoryEstimate off = estimate_memory(s);
   s.recompute = true;
   const MemoryEstimate on = estimate_memory(s);
-  size_t expect = size_t(32) * 2048 * 4096 * 2;  // checkpoints: L x [B,T,C] bf16
-  for (const ActivationBuffer& b :
-       GPT::activation_buffers(s.model, DType::kBF16, 1, 2048, DeviceKind::kCpu)) {
-    expect += b.bytes / size_t(b.layers);
+  // What the model allocates when recomputing: every layer's input (its
+  // residual stream, ln1 and ln1's statistics) for all 32 layers, one layer's
+  // worth of every other per-layer buffer.
+  size_t expect = 0;
+  const auto with = GPT::activation_buffers(s.model, DType::kBF16, 1, 2048, DeviceKind::kCpu, true);
+  const auto without = GPT::activation_buffers(s.model, DType::kBF16, 1, 2048, DeviceKind::kCpu);
+  ASSERT_EQ(with.size(), without.size());
+  for (size_t i = 0; i < with.size(); ++i) {
+    const std::string name = with[i].name;
+    const bool kept =
+        name == "ln1" || name == "ln1_mean" || name == "ln1_rstd" || name == "residual3";
+    EXPECT_EQ(with[i].bytes, kept ? without[i].bytes : without[i].bytes / size_t(without[i].layers))
+        << name;
+    expect += with[i].bytes;
   }
   EXPECT_EQ(on.activations, expect);
   EXPECT_LT(on.activations * 5, off.activations);

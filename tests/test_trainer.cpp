@@ -26,6 +26,7 @@
 #include "lib/precision.h"
 #include "lib/train/checkpoint_io.h"
 #include "lib/train/data_parallel.h"
+#include "lib/train/memory_check.h"
 #include "lib/train/replica_check.h"
 #include "lib/train/schedule.h"
 #include "lib/train/shard_plan.h"
@@ -122,6 +123,31 @@ TEST(Trainer, SameSeedSameBitsDifferentSeedDifferentBits) {
   const auto ta = read_all(a.checkpoint), tb = read_all(b.checkpoint), tc = read_all(c.checkpoint);
   EXPECT_TRUE(ta == tb);
   EXPECT_FALSE(ta == tc);
+}
+
+// --recompute layer: the same losses and checkpoint bits as the run without
+// it, for every storage kind and with gradient accumulation, in less
+// activation memory (exactly what the memory model says).
+TEST(Trainer, RecomputationGivesTheSameBitsInLessMemory) {
+  for (const char* strategy : {"bf16-sr", "mixed", "fp32"}) {
+    SCOPED_TRACE(strategy);
+    const fs::path dir = fresh_dir(std::string("recompute_") + strategy);
+    TrainConfig plain = tiny(dir / "plain", strategy, 4);
+    plain.grad_accum = 2;
+    TrainConfig again = plain;
+    again.out_dir = (dir / "recomputed").string();
+    again.recompute = "layer";
+    const RunSummary a = Trainer(plain).run();
+    const RunSummary b = Trainer(again).run();
+    EXPECT_EQ(a.weights_checksum, b.weights_checksum);
+    EXPECT_TRUE(read_all(a.checkpoint) == read_all(b.checkpoint));
+    EXPECT_EQ(a.train_loss, b.train_loss);
+    EXPECT_EQ(a.val_loss, b.val_loss);
+    const size_t act_a = a.memory.peak[int(MemCategory::kActivations)];
+    const size_t act_b = b.memory.peak[int(MemCategory::kActivations)];
+    EXPECT_LT(act_b, act_a);
+    EXPECT_EQ(act_b, run_memory_estimate(again, 1).activations);
+  }
 }
 
 // The execution model (docs/architecture.md): once the first step has sized

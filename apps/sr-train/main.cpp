@@ -81,6 +81,12 @@ void add_flags(CLI::App& app, srkit::TrainConfig& c, std::string& compare, std::
       ->check(cli::integer_in(1, 1 << 20));
   app.add_option("--seq-len", c.seq_len, "tokens per sequence (default: the model's maximum)")
       ->check(cli::integer_in(1, 1 << 20));
+  app.add_option("--recompute", c.recompute,
+                 "activation recomputation: none, or layer (keep each layer's input, recompute "
+                 "its activations in backward; the same bits, less memory, about one more "
+                 "forward per step)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "layer"}));
   app.add_option("--grad-accum", c.grad_accum, "micro-batches per optimizer step")
       ->capture_default_str()
       ->check(cli::integer_in(1, 1 << 20));

@@ -179,9 +179,12 @@ void GPT::free_activations() {
 }
 
 void GPT::bind_activations(Acts& a, const GPTConfig& config, DType dtype, int B, int T,
-                           DeviceKind device,
+                           DeviceKind device, bool recompute,
                            const std::function<void*(const ActivationBuffer&)>& alloc) {
   const size_t L = config.num_layers, C = config.channels;
+  // Recomputed per-layer buffers: one layer's worth when recomputing.
+  const size_t R = recompute ? 1 : L;
+  const int recomputed_layers = recompute ? 1 : config.num_layers;
   const size_t Vp = config.padded_vocab_size();
   const size_t BT = size_t(B) * T;
   const size_t es = dtype_size(dtype);
@@ -203,18 +206,19 @@ void GPT::bind_activations(Acts& a, const GPTConfig& config, DType dtype, int B,
   a.ln1 = model("ln1", L * BT * C, layers);
   a.ln1_mean = f32("ln1_mean", L * BT, layers);
   a.ln1_rstd = f32("ln1_rstd", L * BT, layers);
-  a.qkv = model("qkv", L * BT * 3 * C, layers);
-  a.atty = model("atty", L * BT * C, layers);
+  const int rl = recomputed_layers;
+  a.qkv = model("qkv", R * BT * 3 * C, rl);
+  a.atty = model("atty", R * BT * C, rl);
   a.att_state_bytes = att.state_per_layer;
-  a.att_state = bytes("att_state", L * att.state_per_layer, layers);
+  a.att_state = bytes("att_state", R * att.state_per_layer, rl);
   a.att_scratch = bytes("att_scratch", att.scratch, 1);
   a.proj = model("proj", BT * C, 1);
-  a.residual2 = model("residual2", L * BT * C, layers);
-  a.ln2 = model("ln2", L * BT * C, layers);
-  a.ln2_mean = f32("ln2_mean", L * BT, layers);
-  a.ln2_rstd = f32("ln2_rstd", L * BT, layers);
-  a.fch = model("fch", L * BT * 4 * C, layers);
-  a.fch_gelu = model("fch_gelu", L * BT * 4 * C, layers);
+  a.residual2 = model("residual2", R * BT * C, rl);
+  a.ln2 = model("ln2", R * BT * C, rl);
+  a.ln2_mean = f32("ln2_mean", R * BT, rl);
+  a.ln2_rstd = f32("ln2_rstd", R * BT, rl);
+  a.fch = model("fch", R * BT * 4 * C, rl);
+  a.fch_gelu = model("fch_gelu", R * BT * 4 * C, rl);
   a.residual3 = model("residual3", L * BT * C, layers);
   a.lnf = model("lnf", BT * C, 1);
   a.lnf_mean = f32("lnf_mean", BT, 1);
@@ -233,20 +237,21 @@ void GPT::bind_activations(Acts& a, const GPTConfig& config, DType dtype, int B,
 }
 
 std::vector<ActivationBuffer> GPT::activation_buffers(const GPTConfig& config, DType dtype, int B,
-                                                      int T, DeviceKind device) {
+                                                      int T, DeviceKind device, bool recompute) {
   std::vector<ActivationBuffer> out;
   Acts unbound;
-  bind_activations(unbound, config, dtype, B, T, device, [&](const ActivationBuffer& b) -> void* {
-    out.push_back(b);
-    return nullptr;
-  });
+  bind_activations(unbound, config, dtype, B, T, device, recompute,
+                   [&](const ActivationBuffer& b) -> void* {
+                     out.push_back(b);
+                     return nullptr;
+                   });
   return out;
 }
 
-size_t GPT::activation_bytes(const GPTConfig& config, DType dtype, int B, int T,
-                             DeviceKind device) {
+size_t GPT::activation_bytes(const GPTConfig& config, DType dtype, int B, int T, DeviceKind device,
+                             bool recompute) {
   size_t total = 0;
-  for (const ActivationBuffer& b : activation_buffers(config, dtype, B, T, device)) {
+  for (const ActivationBuffer& b : activation_buffers(config, dtype, B, T, device, recompute)) {
     total += b.bytes;
   }
   return total;
@@ -261,7 +266,7 @@ void GPT::ensure_activations(int B, int T) {
   if (acts_ && B <= cap_B_ && T <= cap_T_) return;
   free_activations();
   acts_ = new Acts();
-  bind_activations(*acts_, config_, compute_, B, T, backend_.kind(),
+  bind_activations(*acts_, config_, compute_, B, T, backend_.kind(), recompute_,
                    [&](const ActivationBuffer& b) {
                      void* p = backend_.allocate(b.bytes, MemCategory::kActivations);
                      acts_->all.push_back(p);
@@ -304,7 +309,7 @@ void GPT::load_batch(const int32_t* inputs, const int32_t* targets, int B, int T
 
 void GPT::forward_to_logits() {
   const int B = B_, T = T_;
-  const int L = config_.num_layers, C = config_.channels, NH = config_.num_heads;
+  const int L = config_.num_layers, C = config_.channels;
   const int Vp = config_.padded_vocab_size();
   const size_t BT = size_t(B) * T;
   const int N = int(BT);
@@ -317,39 +322,54 @@ void GPT::forward_to_logits() {
   backend_.encoder_forward(dt, a.encoded, a.inputs, w_.wte, w_.wpe, B, T, C);
   backend_.layernorm_forward(dt, a.ln1, a.ln1_mean, a.ln1_rstd, a.encoded, w_.layers[0].ln1_w,
                              w_.layers[0].ln1_b, N, C);
-  for (int l = 0; l < L; ++l) {
-    const LayerTensors& p = w_.layers[l];
-    const void* residual = l == 0 ? a.encoded : at(a.residual3, (l - 1) * BT * C);
-    void* ln1 = at(a.ln1, l * BT * C);
-    void* qkv = at(a.qkv, l * BT * 3 * C);
-    void* atty = at(a.atty, l * BT * C);
-    void* state = static_cast<char*>(a.att_state) + l * a.att_state_bytes;
-    void* residual2 = at(a.residual2, l * BT * C);
-    void* ln2 = at(a.ln2, l * BT * C);
-    void* fch = at(a.fch, l * BT * 4 * C);
-    void* fch_gelu = at(a.fch_gelu, l * BT * 4 * C);
-    void* residual3 = at(a.residual3, l * BT * C);
-
-    backend_.matmul_forward(dt, qkv, ln1, p.qkv_w, p.qkv_b, N, C, 3 * C);
-    backend_.attention_forward(dt, atty, state, a.att_scratch, qkv, B, T, C, NH);
-    backend_.matmul_forward(dt, a.proj, atty, p.attproj_w, p.attproj_b, N, C, C);
-    backend_.residual_layernorm_forward(dt, residual2, ln2, a.ln2_mean + l * BT,
-                                        a.ln2_rstd + l * BT, residual, a.proj, p.ln2_w, p.ln2_b, N,
-                                        C);
-    backend_.matmul_bias_gelu_forward(dt, fch_gelu, fch, ln2, p.fc_w, p.fc_b, N, C, 4 * C);
-    backend_.matmul_forward(dt, a.proj, fch_gelu, p.fcproj_w, p.fcproj_b, N, 4 * C, C);
-    // residual3 = residual2 + the MLP's output, normalised at once for what
-    // comes next: the next layer's ln1, or the final LayerNorm.
-    const bool last = l + 1 == L;
-    void* next_ln = last ? a.lnf : at(a.ln1, (l + 1) * BT * C);
-    float* next_mean = last ? a.lnf_mean : a.ln1_mean + (l + 1) * BT;
-    float* next_rstd = last ? a.lnf_rstd : a.ln1_rstd + (l + 1) * BT;
-    const void* next_w = last ? w_.lnf_w : w_.layers[l + 1].ln1_w;
-    const void* next_b = last ? w_.lnf_b : w_.layers[l + 1].ln1_b;
-    backend_.residual_layernorm_forward(dt, residual3, next_ln, next_mean, next_rstd, residual2,
-                                        a.proj, next_w, next_b, N, C);
-  }
+  for (int l = 0; l < L; ++l) layer_forward(l, true);
   backend_.matmul_forward(dt, a.logits, a.lnf, w_.wte, nullptr, N, C, Vp);
+}
+
+void GPT::layer_forward(int l, bool to_next) {
+  const int B = B_, T = T_;
+  const int L = config_.num_layers, C = config_.channels, NH = config_.num_heads;
+  const size_t BT = size_t(B) * T;
+  const int N = int(BT);
+  const DType dt = compute_;
+  Acts& a = *acts_;
+  const LayerTensors& p = w_.layers[l];
+  const size_t s = slot(l);
+  const void* residual = l == 0 ? a.encoded : at(a.residual3, (l - 1) * BT * C);
+  void* ln1 = at(a.ln1, l * BT * C);
+  void* qkv = at(a.qkv, s * BT * 3 * C);
+  void* atty = at(a.atty, s * BT * C);
+  void* state = static_cast<char*>(a.att_state) + s * a.att_state_bytes;
+  void* residual2 = at(a.residual2, s * BT * C);
+  void* ln2 = at(a.ln2, s * BT * C);
+  void* fch = at(a.fch, s * BT * 4 * C);
+  void* fch_gelu = at(a.fch_gelu, s * BT * 4 * C);
+
+  backend_.matmul_forward(dt, qkv, ln1, p.qkv_w, p.qkv_b, N, C, 3 * C);
+  backend_.attention_forward(dt, atty, state, a.att_scratch, qkv, B, T, C, NH);
+  backend_.matmul_forward(dt, a.proj, atty, p.attproj_w, p.attproj_b, N, C, C);
+  backend_.residual_layernorm_forward(dt, residual2, ln2, a.ln2_mean + s * BT, a.ln2_rstd + s * BT,
+                                      residual, a.proj, p.ln2_w, p.ln2_b, N, C);
+  backend_.matmul_bias_gelu_forward(dt, fch_gelu, fch, ln2, p.fc_w, p.fc_b, N, C, 4 * C);
+  if (!to_next) return;  // a recomputation: the layer's output is kept from the forward
+  backend_.matmul_forward(dt, a.proj, fch_gelu, p.fcproj_w, p.fcproj_b, N, 4 * C, C);
+  // residual3 = residual2 + the MLP's output, normalised at once for what
+  // comes next: the next layer's ln1, or the final LayerNorm.
+  const bool last = l + 1 == L;
+  void* residual3 = at(a.residual3, l * BT * C);
+  void* next_ln = last ? a.lnf : at(a.ln1, (l + 1) * BT * C);
+  float* next_mean = last ? a.lnf_mean : a.ln1_mean + (l + 1) * BT;
+  float* next_rstd = last ? a.lnf_rstd : a.ln1_rstd + (l + 1) * BT;
+  const void* next_w = last ? w_.lnf_w : w_.layers[l + 1].ln1_w;
+  const void* next_b = last ? w_.lnf_b : w_.layers[l + 1].ln1_b;
+  backend_.residual_layernorm_forward(dt, residual3, next_ln, next_mean, next_rstd, residual2,
+                                      a.proj, next_w, next_b, N, C);
+}
+
+void GPT::set_recompute(bool on) {
+  if (on == recompute_) return;
+  free_activations();
+  recompute_ = on;
 }
 
 void GPT::forward(const int32_t* inputs, const int32_t* targets, int B, int T, double* loss) {
@@ -460,15 +480,19 @@ void GPT::backward_from_dlogits(GradWrite mode) {
     ScopedPhase layer_phase(nullptr, "backward layer");  // an NVTX range per layer
     const LayerTensors& p = w_.layers[l];
     const LayerTensors& gp = g_.layers[l];
+    // Recomputing, the one slot holds the last layer's activations from the
+    // forward; every other layer's are recomputed from its kept input.
+    if (recompute_ && l + 1 < L) layer_forward(l, false);
+    const size_t s = slot(l);
     const void* residual = l == 0 ? a.encoded : at(a.residual3, (l - 1) * BT * C);
     const void* ln1 = at(a.ln1, l * BT * C);
-    const void* qkv = at(a.qkv, l * BT * 3 * C);
-    const void* atty = at(a.atty, l * BT * C);
-    const void* state = static_cast<const char*>(a.att_state) + l * a.att_state_bytes;
-    const void* residual2 = at(a.residual2, l * BT * C);
-    const void* ln2 = at(a.ln2, l * BT * C);
-    const void* fch = at(a.fch, l * BT * 4 * C);
-    const void* fch_gelu = at(a.fch_gelu, l * BT * 4 * C);
+    const void* qkv = at(a.qkv, s * BT * 3 * C);
+    const void* atty = at(a.atty, s * BT * C);
+    const void* state = static_cast<const char*>(a.att_state) + s * a.att_state_bytes;
+    const void* residual2 = at(a.residual2, s * BT * C);
+    const void* ln2 = at(a.ln2, s * BT * C);
+    const void* fch = at(a.fch, s * BT * 4 * C);
+    const void* fch_gelu = at(a.fch_gelu, s * BT * 4 * C);
 
     // residual3 = residual2 + fcproj: both receive dresidual unchanged, so the
     // MLP branch reads dresidual as d(fcproj) and its LayerNorm adds into it.
@@ -478,7 +502,7 @@ void GPT::backward_from_dlogits(GradWrite mode) {
     backend_.matmul_backward(dt, gt, a.dln, kWrite, gp.fc_w, gp.fc_b, mode, a.dfch, ln2, p.fc_w, N,
                              C, 4 * C);
     backend_.layernorm_backward(dt, gt, a.dresidual, kAdd, gp.ln2_w, gp.ln2_b, mode, a.dln,
-                                residual2, p.ln2_w, a.ln2_mean + l * BT, a.ln2_rstd + l * BT, N, C);
+                                residual2, p.ln2_w, a.ln2_mean + s * BT, a.ln2_rstd + s * BT, N, C);
     // residual2 = residual + attproj: the same pattern for the attention branch.
     backend_.matmul_backward(dt, gt, a.datty, kWrite, gp.attproj_w, gp.attproj_b, mode, a.dresidual,
                              atty, p.attproj_w, N, C, C);

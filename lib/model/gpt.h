@@ -99,16 +99,28 @@ class GPT {
   // (Backend::kind()), in allocation order, for activations of dtype `dtype`
   // (the compute dtype). ensure_activations() allocates exactly this list, so
   // memory models (lib/train/memory_model.h) and the model share one source.
+  // recompute: the buffers of set_recompute(true).
   static std::vector<ActivationBuffer> activation_buffers(const GPTConfig& config, DType dtype,
-                                                          int B, int T, DeviceKind device);
+                                                          int B, int T, DeviceKind device,
+                                                          bool recompute = false);
   static size_t activation_bytes(const GPTConfig& config, DType dtype, int B, int T,
-                                 DeviceKind device);
+                                 DeviceKind device, bool recompute = false);
+
+  // Activation recomputation (sr-train --recompute layer): forward keeps only
+  // each layer's input (its residual stream and the LayerNorm of it, with the
+  // statistics) and one layer's worth of everything else; backward recomputes
+  // each layer's forward from its input, by the same ops in the same order,
+  // before that layer's backward. Kernels are deterministic, so the recomputed
+  // activations, and with them the losses and gradients, are the bits of a run
+  // without recomputation. Changing it frees the activations.
+  void set_recompute(bool on);
+  bool recompute() const { return recompute_; }
 
  private:
   struct Acts;
   // Binds every pointer of `acts` to alloc(buffer) for the buffers of a [B, T] batch.
   static void bind_activations(Acts& acts, const GPTConfig& config, DType dtype, int B, int T,
-                               DeviceKind device,
+                               DeviceKind device, bool recompute,
                                const std::function<void*(const ActivationBuffer&)>& alloc);
   void ensure_activations(int B, int T);
   void free_activations();
@@ -116,6 +128,12 @@ class GPT {
   // Checks and uploads a batch; counts the valid targets.
   void load_batch(const int32_t* inputs, const int32_t* targets, int B, int T);
   void forward_to_logits();  // the layers and the classifier matmul, for the loaded batch
+  // Layer l's forward from its input; with to_next, also its output (the
+  // residual stream) and the next LayerNorm, which a recomputation keeps.
+  void layer_forward(int l, bool to_next);
+  // Which per-layer slot layer l's recomputable activations use: l, or 0 when
+  // recomputing (one layer's worth is allocated).
+  size_t slot(int l) const { return recompute_ ? 0 : size_t(l); }
   void backward_from_dlogits(GradWrite mode);
 
   Backend& backend_;
@@ -130,6 +148,7 @@ class GPT {
   void* compute_grads_ = nullptr;
   ParamViews w_, g_;  // views of the compute weights and gradients the passes use
   Acts* acts_ = nullptr;
+  bool recompute_ = false;
   int cap_B_ = 0, cap_T_ = 0;         // activation capacity
   int B_ = 0, T_ = 0;                 // shape of the loaded batch
   int valid_targets_ = 0;             // targets >= 0 in the loaded batch

@@ -41,6 +41,7 @@ MemoryEstimate run_memory_estimate(const TrainConfig& c, int world) {
   s.seq_len = c.seq_len;
   s.device = c.device;
   s.threads = c.threads;
+  s.recompute = c.recompute == "layer";
   return estimate_memory(s);
 }
 

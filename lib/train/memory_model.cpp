@@ -73,21 +73,6 @@ size_t cuda_scratch_bytes(const GPTConfig& config, int B, int T, size_t shard_el
 
 namespace {
 
-// Activations with recomputation: every layer's input (L x [B,T,C], the
-// checkpoints), one layer's slice of each per-layer buffer (the layer being
-// recomputed in backward), and the buffers that are not per layer. An upper
-// bound by one [B,T,C] slice: the recomputed layer's output is also the next
-// layer's checkpoint.
-size_t recompute_activation_bytes(const GPTConfig& config, DType dtype, int B, int T,
-                                  DeviceKind device) {
-  size_t total = size_t(config.num_layers) * size_t(B) * size_t(T) * size_t(config.channels) *
-                 dtype_size(dtype);
-  for (const ActivationBuffer& b : GPT::activation_buffers(config, dtype, B, T, device)) {
-    total += b.bytes / size_t(b.layers);
-  }
-  return total;
-}
-
 // ZeRO 2's reduce-scatter bucket: the gradients of the largest single tensor
 // (one layer's slice of a stacked matrix, or the tied embedding wte, whose
 // gradient accumulates until backward ends) wait there before being reduced.
@@ -139,8 +124,8 @@ MemoryEstimate estimate_memory(const MemoryScenario& s) {
     e.grads = P * per.grads;
     if (s.zero == 1) reduced = shard * size_t(s.world);
   }
-  e.activations = s.recompute ? recompute_activation_bytes(s.model, dt, s.batch, T, device)
-                              : GPT::activation_bytes(s.model, dt, s.batch, T, device);
+  // What the model allocates, with or without recomputation (GPT::set_recompute).
+  e.activations = GPT::activation_bytes(s.model, dt, s.batch, T, device, s.recompute);
   e.step_record =
       DataParallel::step_buffer_bytes(s.world, /*grad_accum=*/1, layout.group_ranges().size());
   e.compute_copies = size_t(s.strategy.transient_bytes_per_param() * double(P));

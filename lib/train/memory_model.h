@@ -36,7 +36,7 @@ struct MemoryScenario {
   int zero = 0;                // 0 replicated; 1 optimizer state sharded; 2 also gradients
   int batch = 1;               // micro-batch: sequences per rank per forward
   int seq_len = 0;             // tokens per sequence; 0 = the model's maximum
-  bool recompute = false;      // activation recomputation (layer inputs checkpointed)
+  bool recompute = false;      // activation recomputation (GPT::set_recompute), as allocated
   std::string device = "cpu";  // whose scratch and communication buffers: cpu or cuda
   int threads = 0;             // CPU threads (the GEMM scratch is per thread); 0: OpenMP default
 };

@@ -93,6 +93,8 @@ void TrainConfig::validate() const {
   require(val_data.empty() || !data.empty(),
           "--val-data needs --data (the built-in corpus holds out its own tail)");
   require(!out_dir.empty(), "--out '': expected a folder name");
+  require(recompute == "none" || recompute == "layer",
+          "--recompute must be none or layer (got '" + recompute + "')");
   require(batch >= 1, "--batch must be >= 1 (got " + std::to_string(batch) + ")");
   require(seq_len >= 1, "--seq-len must be >= 1 (got " + std::to_string(seq_len) + ")");
   require(seq_len <= mc.max_seq_len, "--seq-len " + std::to_string(seq_len) +

@@ -36,6 +36,11 @@ struct TrainConfig {
   int grad_accum = 1;    // micro-batches per optimizer step
   uint64_t steps = 200;  // optimizer steps (or derived from tokens)
   uint64_t tokens = 0;   // if > 0: steps = ceil(tokens / tokens per step)
+  // Activation recomputation: "none", or "layer" (GPT::set_recompute: each
+  // layer's input kept, its activations recomputed in backward). The same bits
+  // either way, so it is not part of to_json (a resume may change it); the
+  // run's provenance records it.
+  std::string recompute = "none";
 
   // optimizer
   float lr = 1e-3f;

@@ -318,17 +318,16 @@ void Trainer::State::set_up() {
 
   backend_ = make_backend(c_.device, c_.threads);
   if (c_.mem_limit_bytes > 0) backend_->set_memory_limit(c_.mem_limit_bytes);
-  provenance_ = {{"build", build_facts()},
-                 {"host", host_facts()},
-                 {"backend", backend_->description()},
-                 {"comm", comm.name()},
-                 {"world_size", world_}};
+  provenance_ = {
+      {"build", build_facts()}, {"host", host_facts()}, {"backend", backend_->description()},
+      {"comm", comm.name()},    {"world_size", world_}, {"recompute", c_.recompute}};
   check_model_memory();
   {
     Activity allocating(activity_, "allocating the model and optimizer");
     model_ = std::make_unique<GPT>(*backend_, mc, c_.strategy.weights(), c_.strategy.compute,
                                    c_.strategy.grads());
     model_->set_timers(&timers_);
+    model_->set_recompute(c_.recompute == "layer");
     if (c_.sync_phases) timers_.set_sync([this] { backend_->synchronize(); });
     model_->init_weights(c_.seed);
     // Before the optimizer, whose master weights start as the model's.

@@ -170,6 +170,27 @@ TEST_F(TrainCuda, FlashAttentionRunsTrackTheCpuRepeatAndResumeBitForBit) {
   }
 }
 
+// --recompute layer on cuda (the unfused and the flash attention): the bits of
+// the run without it.
+TEST_F(TrainCuda, RecomputationGivesTheSameBits) {
+  for (const int heads : {4, 1}) {
+    SCOPED_TRACE("heads " + std::to_string(heads));
+    const fs::path dir = fresh_dir("recompute_" + std::to_string(heads));
+    TrainConfig plain = tiny(dir / "plain", "bf16-sr", 4, "cuda");
+    plain.heads = heads;
+    plain.grad_accum = 2;
+    TrainConfig again = plain;
+    again.out_dir = (dir / "recomputed").string();
+    again.recompute = "layer";
+    const RunSummary a = Trainer(plain).run();
+    const RunSummary b = Trainer(again).run();
+    EXPECT_EQ(a.weights_checksum, b.weights_checksum);
+    EXPECT_TRUE(read_all(a.checkpoint) == read_all(b.checkpoint));
+    EXPECT_LT(b.memory.peak[int(MemCategory::kActivations)],
+              a.memory.peak[int(MemCategory::kActivations)]);
+  }
+}
+
 // A checkpoint holds the weights and optimizer state, not the device: one
 // written on cuda resumes on cpu and the reverse, and the continuation tracks
 // the same-device one.
