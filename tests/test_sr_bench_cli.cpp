@@ -65,6 +65,10 @@ int count(const std::string& s, char c) { return int(std::count(s.begin(), s.end
 const std::string kTinyTrain =
     "train --models tiny --batches 2 --seq-len 32 --steps 2 --warmup 1 --threads 2";
 
+const std::string kBudgetTrain =
+    "train --models tiny --seq-len 64 --strategies mixed,bf16-sr --tokens-per-step 512 "
+    "--steps 1 --warmup 1 --threads 2";
+
 TEST(SrBenchCli, HelpAndVersion) {
   EXPECT_EQ(run("--help").code, 0);
   EXPECT_EQ(run("train --help").code, 0);
@@ -200,15 +204,70 @@ TEST(SrBenchCli, MemoryTableAndJson) {
 TEST(SrBenchCli, MemoryMeasureMatchesTheModel) {
   const Result r =
       run("memory --models tiny --batches 2 --seq-len 32 --strategies mixed,bf16-sr "
-          "--measure --threads 2");
+          "--measure --threads 2 --recompute both");
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   const std::vector<std::string> rows = table_rows(r.out);
-  ASSERT_EQ(rows.size(), 4u) << r.out;
+  ASSERT_EQ(rows.size(), 6u) << r.out;  // recomputation is measured too
   // The error column: predicted / measured - 1, to 0.01% (the model is exact
   // up to a few bytes of transient staging buffers).
   for (size_t i = 2; i < rows.size(); ++i) {
     EXPECT_NE(rows[i].find("0.00% |"), std::string::npos) << rows[i];
   }
+}
+
+// bf16-sr's 8 bytes per parameter fit neo-6.7b on one 80 GiB device where
+// mixed's 16 do not, even with recomputation: the memory model's answer,
+// nothing run.
+TEST(SrBenchCli, MemoryBudgetAnswersWithoutRunning) {
+  const fs::path dir = fresh_dir("memory_budget");
+  const Result r =
+      run("memory --models neo-6.7b --seq-len 2048 --device cuda --strategies mixed,bf16-sr "
+          "--memory-budget 80GiB --json " +
+          (dir / "b.json").string());
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("| neo-6.7b | mixed | 1 | 0 | 2048 | on | does not fit |"),
+            std::string::npos)
+      << r.out;
+  const nlohmann::json j = nlohmann::json::parse(std::ifstream(dir / "b.json"));
+  EXPECT_EQ(j["budget_bytes"].get<size_t>(), size_t(80) << 30);
+  ASSERT_EQ(j["answers"].size(), 4u);  // recompute off, on x mixed, bf16-sr
+  for (const nlohmann::json& a : j["answers"]) {
+    const bool sr = a["strategy"] == "bf16-sr";
+    EXPECT_EQ(a["fits"].get<bool>(), sr) << a.dump();
+    if (sr) {
+      EXPECT_GE(a["largest_batch"].get<int>(), 1);
+      EXPECT_LE(a["total_bytes_at_largest"].get<size_t>(), size_t(80) << 30);
+    } else {
+      EXPECT_GT(a["least_bytes"].get<size_t>(), size_t(80) << 30);
+    }
+  }
+}
+
+// The search end to end: every strategy's choice ran, within the budget, and
+// the JSON and SVG say so.
+TEST(SrBenchCli, TrainAtAMemoryBudget) {
+  const fs::path dir = fresh_dir("train_budget");
+  const Result r = run(kBudgetTrain + " --memory-budget 3MiB --json " + (dir / "b.json").string() +
+                       " --svg " + (dir / "b.svg").string());
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("each strategy's best within 3.0 MiB"), std::string::npos) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(std::ifstream(dir / "b.json"));
+  ASSERT_EQ(j["choices"].size(), 2u);
+  for (const nlohmann::json& c : j["choices"]) {
+    ASSERT_TRUE(c["chosen"].is_number()) << c.dump();
+    const nlohmann::json& chosen = c["candidates"][c["chosen"].get<size_t>()];
+    EXPECT_EQ(chosen["status"], "chosen");
+    EXPECT_LE(chosen["cell"]["peak_bytes"]["total"].get<size_t>(), size_t(3) << 20);
+    EXPECT_EQ(chosen["batch"].get<int>() * chosen["grad_accum"].get<int>(), 8);
+  }
+  std::ifstream svg(dir / "b.svg");
+  const std::string doc((std::istreambuf_iterator<char>(svg)), {});
+  size_t series = 0;
+  for (size_t at = doc.find("class=\"series\""); at != std::string::npos;
+       at = doc.find("class=\"series\"", at + 1)) {
+    ++series;
+  }
+  EXPECT_EQ(series, 4u) << "two panels x two strategies";
 }
 
 TEST(SrBenchCli, BadFlagsGiveOneLineErrorsAndExitTwo) {
@@ -231,6 +290,16 @@ TEST(SrBenchCli, BadFlagsGiveOneLineErrorsAndExitTwo) {
       {"memory --unit KiB", "--unit"},
       {"memory --models tiny --seq-len 65", "--seq-len"},
       {"memory --channels 100 --heads 3", "heads"},
+      {"memory --models tiny --memory-budget lots", "--memory-budget: expected a size"},
+      {"memory --models tiny --memory-budget 3MiB --batches 2", "--batches"},
+      {"memory --models tiny --memory-budget 3MiB --measure", "--measure"},
+      {kBudgetTrain + " --memory-budget 1MiB", "tiny bf16-sr needs at least"},
+      {kBudgetTrain + " --memory-budget 0", "--memory-budget"},
+      {kBudgetTrain + " --memory-budget 3MiB --batches 2", "--batches"},
+      {kBudgetTrain + " --memory-budget 3MiB --tokens-per-step 100", "--tokens-per-step 100"},
+      {kBudgetTrain + " --memory-budget 3MiB --candidates some", "--candidates"},
+      {"train --models tiny --seq-len 64 --memory-budget 3MiB", "--tokens-per-step: required"},
+      {kTinyTrain + " --tokens-per-step 64", "--tokens-per-step: only with --memory-budget"},
       {"", "subcommand"},
   };
   for (const Case& c : cases) {

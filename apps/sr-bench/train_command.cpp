@@ -4,10 +4,12 @@
 
 #include "apps/common/flag_checks.h"
 #include "apps/sr-bench/subcommand.h"
+#include "lib/bench/budget_search.h"
 #include "lib/bench/list_args.h"
 #include "lib/bench/text_file.h"
 #include "lib/bench/train_matrix.h"
 #include "lib/bench/train_report.h"
+#include "lib/charts/budget_chart.h"
 #include "lib/charts/train_chart.h"
 #include "lib/model/gpt_config.h"
 #include "lib/precision.h"
@@ -30,10 +32,49 @@ struct TrainArgs {
   TrainMatrixOptions options;
   double mem_limit_mb = 0.0;
   bool phases = false;
+  std::string memory_budget;  // empty: the matrix of --batches
+  uint64_t tokens_per_step = 0;
+  std::string candidates = "frontier";
   std::string csv, json, svg;
 };
 
+// --memory-budget: each strategy's fastest configuration within the budget.
+int run_budget(const TrainArgs& a) {
+  BudgetSearchOptions o;
+  o.run = a.options;
+  o.run.models = parse_model_list(a.models, "--models");
+  if (!a.strategies.empty()) o.run.strategies = parse_strategy_list(a.strategies, "--strategies");
+  o.run.sync_phases = a.phases;
+  if (a.candidates != "frontier" && a.candidates != "all") {
+    throw std::invalid_argument("--candidates: expected frontier or all (got '" + a.candidates +
+                                "')");
+  }
+  o.all_candidates = a.candidates == "all";
+  if (a.tokens_per_step == 0) {
+    throw std::invalid_argument(
+        "--tokens-per-step: required with --memory-budget (the optimizer step every strategy "
+        "takes, a multiple of --seq-len)");
+  }
+  if (!a.csv.empty()) throw std::invalid_argument("--csv: not with --memory-budget (use --json)");
+  o.tokens_per_step = a.tokens_per_step;
+  o.budget = resolve_memory_budget(a.memory_budget, o.run.device, o.run.threads);
+  const BudgetSearchResult r = run_budget_search(o, stderr);
+  std::printf("\n%s", budget_search_markdown(r).c_str());
+  std::printf(
+      "\nms/step over %d timed steps after %d warm-up, each of %llu tokens; the budget is the "
+      "backend's allocation limit in every run and the measured peak (backend total) must be "
+      "within it; candidates from the memory model (sr-bench memory --memory-budget)\n",
+      o.run.steps, o.run.warmup, static_cast<unsigned long long>(o.tokens_per_step));
+  if (!a.json.empty()) write_text_file(a.json, budget_search_json(r).dump(2) + "\n", "--json");
+  if (!a.svg.empty()) write_text_file(a.svg, svg::render(budget_figure(r)), "--svg");
+  return 0;
+}
+
 int run_train(const TrainArgs& a) {
+  if (!a.memory_budget.empty()) return run_budget(a);
+  if (a.tokens_per_step != 0) {
+    throw std::invalid_argument("--tokens-per-step: only with --memory-budget");
+  }
   TrainMatrixOptions o = a.options;
   o.models = parse_model_list(a.models, "--models");
   if (!a.strategies.empty()) o.strategies = parse_strategy_list(a.strategies, "--strategies");
@@ -79,8 +120,9 @@ Subcommand add_train_command(CLI::App& parent) {
       ->capture_default_str();
   app->add_option("--strategies", args->strategies,
                   "precision strategies (default all: " + join(strategy_preset_names()) + ")");
-  app->add_option("--batches", args->batches, "micro-batch sizes, e.g. 1,4,8")
-      ->capture_default_str();
+  CLI::Option* batches =
+      app->add_option("--batches", args->batches, "micro-batch sizes, e.g. 1,4,8")
+          ->capture_default_str();
   app->add_option("--seq-len", o.seq_len, "tokens per sequence (default: model maximum, <= 256)");
   app->add_option("--steps", o.steps, "timed steps per cell")->capture_default_str();
   app->add_option("--warmup", o.warmup, "untimed steps before them")->capture_default_str();
@@ -90,9 +132,24 @@ Subcommand add_train_command(CLI::App& parent) {
   app->add_option("--peak-gflops", o.peak_gflops,
                   "peak GFLOP/s for MFU, every cell (default: per compute dtype, measured GEMM "
                   "rate on CPU, datasheet rate on GPU)");
-  app->add_option("--mem-limit-mb", args->mem_limit_mb,
-                  "allocation limit in MiB: cells whose model, optimizer and activations exceed "
-                  "it are reported OOM");
+  CLI::Option* mem_limit =
+      app->add_option("--mem-limit-mb", args->mem_limit_mb,
+                      "allocation limit in MiB: cells whose model, optimizer and activations "
+                      "exceed it are reported OOM");
+  app->add_option("--memory-budget", args->memory_budget,
+                  "instead of the --batches matrix: each strategy's fastest micro-batch x "
+                  "accumulation x recomputation within this memory (80GiB, 512MiB, ... or "
+                  "'device': what the backend can allocate now), chosen from the memory model "
+                  "and confirmed by running it")
+      ->excludes(batches)
+      ->excludes(mem_limit);
+  app->add_option("--tokens-per-step", args->tokens_per_step,
+                  "with --memory-budget: tokens per optimizer step, the same for every strategy "
+                  "(a multiple of --seq-len; accumulation makes it up)");
+  app->add_option("--candidates", args->candidates,
+                  "with --memory-budget: frontier (the largest batch that fits, with and without "
+                  "recomputation) or all (every candidate that fits)")
+      ->capture_default_str();
   app->add_flag("--phases", args->phases, "also print the forward/backward/optimizer split");
   app->add_option("--csv", args->csv, "write the cells as CSV to this file")
       ->check(srkit::cli::output_file());

@@ -25,6 +25,8 @@ TrainConfig bench_train_config(const GPTConfig& model, const PrecisionStrategy& 
   c.sync_phases = settings.sync_phases;
   c.strategy = strategy;
   c.batch = batch;
+  c.grad_accum = settings.grad_accum;
+  c.recompute = settings.recompute ? "layer" : "none";
   c.seq_len = seq_len;
   c.steps = steps;
   c.synthetic_bytes = size_t(1) << 18;  // > any sequence length; cheap to generate

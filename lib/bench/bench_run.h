@@ -21,6 +21,10 @@ struct BenchRunSettings {
   size_t mem_limit_bytes = 0;
   // Device time per phase (TrainConfig::sync_phases), for --phases.
   bool sync_phases = false;
+  // Micro-batches per optimizer step (TrainConfig::grad_accum) and activation
+  // recomputation (TrainConfig::recompute "layer").
+  int grad_accum = 1;
+  bool recompute = false;
 };
 
 // A TrainConfig whose model_config() has exactly `model`'s shape (its preset

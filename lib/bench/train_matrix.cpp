@@ -58,19 +58,28 @@ Timing timing_of(std::vector<double> ms) {
   return {median, ms.front(), ms.back()};
 }
 
-CellResult run_cell(const TrainMatrixOptions& o, const std::string& model,
-                    const PrecisionStrategy& strategy, int batch, double peak_gflops) {
-  // peak_gflops: the peak of strategy.compute (TrainMatrixResult::peaks).
+}  // namespace
+
+CellResult run_train_cell(const TrainMatrixOptions& o, const std::string& model,
+                          const PrecisionStrategy& strategy, const CellShape& shape,
+                          double peak_gflops) {
   const GPTConfig mc = gpt_preset(model);
+  const int batch = shape.batch;
   CellResult cell;
   cell.model = model;
   cell.strategy = strategy.name;
   cell.batch = batch;
+  cell.grad_accum = shape.grad_accum;
+  cell.recompute = shape.recompute;
   cell.seq_len = o.seq_len_for(mc.max_seq_len);
   cell.num_params = ParamLayout(mc).num_params();
-  cell.step_flops = train_step_flops(mc, batch, cell.seq_len);
+  // Model FLOPs: a recomputed forward is work the model does not need, so it
+  // lowers MFU rather than raising the count.
+  cell.step_flops = train_step_flops(mc, batch, cell.seq_len) * shape.grad_accum;
 
-  const BenchRunSettings settings{o.device, o.threads, o.seed, o.mem_limit_bytes, o.sync_phases};
+  BenchRunSettings settings{o.device, o.threads, o.seed, o.mem_limit_bytes, o.sync_phases};
+  settings.grad_accum = shape.grad_accum;
+  settings.recompute = shape.recompute;
   try {
     const RunSummary r = run_bench_training(mc, strategy, batch, cell.seq_len,
                                             uint64_t(o.warmup + o.steps), settings);
@@ -84,7 +93,7 @@ CellResult run_cell(const TrainMatrixOptions& o, const std::string& model,
     cell.ms_median = t.median;
     cell.ms_min = t.min;
     cell.ms_max = t.max;
-    cell.tokens_per_s = double(batch) * cell.seq_len / (t.median * 1e-3);
+    cell.tokens_per_s = double(batch) * shape.grad_accum * cell.seq_len / (t.median * 1e-3);
     cell.gflops = cell.step_flops / (t.median * 1e-3) / 1e9;
     cell.peak_gflops = peak_gflops;
     cell.mfu = peak_gflops > 0 ? cell.gflops / peak_gflops : 0.0;
@@ -113,15 +122,13 @@ CellResult run_cell(const TrainMatrixOptions& o, const std::string& model,
   return cell;
 }
 
-}  // namespace
-
 void compare_with_mixed(std::vector<CellResult>& cells) {
   for (CellResult& c : cells) {
     c.speedup_vs_mixed = c.memory_vs_mixed = -1.0;
     if (!c.ok()) continue;
     for (const CellResult& m : cells) {
       if (m.ok() && m.strategy == "mixed" && m.model == c.model && m.batch == c.batch &&
-          m.seq_len == c.seq_len) {
+          m.seq_len == c.seq_len && m.grad_accum == c.grad_accum && m.recompute == c.recompute) {
         c.speedup_vs_mixed = m.ms_median / c.ms_median;
         c.memory_vs_mixed = double(c.memory.total_peak) / double(m.memory.total_peak);
       }
@@ -129,19 +136,21 @@ void compare_with_mixed(std::vector<CellResult>& cells) {
   }
 }
 
+std::map<DType, PeakRate> strategy_peaks(const TrainMatrixOptions& o, std::string* backend_text) {
+  // Validates --device and sets the OpenMP/BLAS threads the peak probe runs with.
+  const std::unique_ptr<Backend> backend = make_backend(o.device, o.threads);
+  if (backend_text) *backend_text = backend->description();
+  std::map<DType, PeakRate> peaks;
+  for (const PrecisionStrategy& s : o.strategies) {
+    if (!peaks.count(s.compute)) peaks[s.compute] = device_peak(*backend, o.peak_gflops, s.compute);
+  }
+  return peaks;
+}
+
 TrainMatrixResult run_train_matrix(TrainMatrixOptions o, std::FILE* progress) {
   o.validate_and_complete();
   TrainMatrixResult result;
-  {
-    // Validates --device and sets the OpenMP/BLAS threads the peak probe runs with.
-    const std::unique_ptr<Backend> backend = make_backend(o.device, o.threads);
-    result.backend = backend->description();
-    for (const PrecisionStrategy& s : o.strategies) {
-      if (!result.peaks.count(s.compute)) {
-        result.peaks[s.compute] = device_peak(*backend, o.peak_gflops, s.compute);
-      }
-    }
-  }
+  result.peaks = strategy_peaks(o, &result.backend);
   result.options = o;
   if (progress) {
     std::fprintf(progress, "sr-bench: %s; peak %s\n", result.backend.c_str(),
@@ -160,8 +169,8 @@ TrainMatrixResult run_train_matrix(TrainMatrixOptions o, std::FILE* progress) {
           std::fflush(progress);
         }
         result.rss_per_cell = reset_peak_rss() && result.rss_per_cell;
-        CellResult cell =
-            run_cell(o, model, strategy, batch, result.peaks.at(strategy.compute).gflops);
+        CellResult cell = run_train_cell(o, model, strategy, CellShape{batch},
+                                         result.peaks.at(strategy.compute).gflops);
         cell.rss_peak_bytes = peak_rss_bytes();
         if (progress) {
           if (cell.ok()) {

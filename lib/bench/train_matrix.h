@@ -39,6 +39,8 @@ struct TrainMatrixOptions {
 struct CellResult {
   std::string model, strategy;
   int batch = 0, seq_len = 0;
+  int grad_accum = 1;         // micro-batches per optimizer step (ms/step and tok/s count them all)
+  bool recompute = false;     // sr-train --recompute layer
   std::string status = "ok";  // ok | OOM | diverged
   std::string message;        // why, when not ok
   size_t num_params = 0;
@@ -70,6 +72,26 @@ struct TrainMatrixResult {
   bool rss_per_cell = false;  // VmHWM reset before each cell (else cumulative)
   std::vector<CellResult> cells;
 };
+
+// What a cell runs beyond the matrix options: the micro-batch, the micro-batches
+// accumulated per optimizer step, and activation recomputation.
+struct CellShape {
+  int batch = 1;
+  int grad_accum = 1;
+  bool recompute = false;
+};
+
+// One cell: o.warmup + o.steps optimizer steps of `model` (a preset) under
+// `strategy` at `shape`, timed; an allocation over o.mem_limit_bytes (or a failed
+// host allocation) gives status "OOM", a diverged run "diverged". peak_gflops:
+// the peak of strategy.compute, what MFU divides by.
+CellResult run_train_cell(const TrainMatrixOptions& o, const std::string& model,
+                          const PrecisionStrategy& strategy, const CellShape& shape,
+                          double peak_gflops);
+
+// The peak rate of each compute dtype o's strategies use, and the backend's
+// description (validates o.device and sets the threads the probe runs with).
+std::map<DType, PeakRate> strategy_peaks(const TrainMatrixOptions& o, std::string* backend);
 
 // Runs every cell (models, then batches, then strategies), one progress line
 // per cell start and end on `progress` (may be null). A cell over the planted

@@ -124,13 +124,15 @@ std::vector<std::string> train_strategy_summaries(const TrainMatrixResult& r) {
 
 std::string train_csv(const TrainMatrixResult& r) {
   std::ostringstream out;
-  out << "model,strategy,batch,seq_len,status,num_params,timed_steps,ms_median,ms_min,ms_max,"
+  out << "model,strategy,batch,seq_len,grad_accum,recompute,status,num_params,timed_steps,ms_"
+         "median,ms_min,ms_max,"
          "tokens_per_s,step_flops,gflops,mfu,peak_gflops,weights_bytes,master_bytes,grads_bytes,"
          "opt_state_bytes,activations_bytes,scratch_bytes,peak_bytes,rss_peak_bytes,"
          "state_bytes_per_param,speedup_vs_mixed,memory_vs_mixed\n";
   for (const CellResult& c : r.cells) {
-    out << c.model << "," << c.strategy << "," << c.batch << "," << c.seq_len << "," << c.status
-        << "," << c.num_params << "," << c.timed_steps << ","
+    out << c.model << "," << c.strategy << "," << c.batch << "," << c.seq_len << "," << c.grad_accum
+        << "," << (c.recompute ? 1 : 0) << "," << c.status << "," << c.num_params << ","
+        << c.timed_steps << ","
         << strprintf("%.3f,%.3f,%.3f,%.1f,%.6g,%.3f,%.5f,%.1f", c.ms_median, c.ms_min, c.ms_max,
                      c.tokens_per_s, c.step_flops, c.gflops, c.mfu, c.peak_gflops);
     for (int cat = 0; cat < kNumMemCategories; ++cat) out << "," << c.memory.peak[cat];
@@ -142,43 +144,44 @@ std::string train_csv(const TrainMatrixResult& r) {
   return out.str();
 }
 
+nlohmann::json train_cell_json(const CellResult& c) {
+  nlohmann::json j = {
+      {"model", c.model},     {"strategy", c.strategy},     {"batch", c.batch},
+      {"seq_len", c.seq_len}, {"grad_accum", c.grad_accum}, {"recompute", c.recompute},
+      {"status", c.status},   {"num_params", c.num_params}, {"step_flops", c.step_flops}};
+  if (!c.ok()) {
+    j["message"] = c.message;
+    return j;
+  }
+  nlohmann::json peak;
+  for (int cat = 0; cat < kNumMemCategories; ++cat) {
+    peak[mem_category_name(static_cast<MemCategory>(cat))] = c.memory.peak[cat];
+  }
+  peak["total"] = c.memory.total_peak;
+  nlohmann::json phases;
+  for (const auto& [name, ms] : c.phase_ms) phases[name] = ms;
+  j["timed_steps"] = c.timed_steps;
+  j["ms_per_step"] = {{"median", c.ms_median}, {"min", c.ms_min}, {"max", c.ms_max}};
+  j["tokens_per_s"] = c.tokens_per_s;
+  j["gflops"] = c.gflops;
+  j["mfu"] = c.mfu;
+  j["peak_gflops"] = c.peak_gflops;
+  j["peak_bytes"] = peak;
+  j["rss_peak_bytes"] = c.rss_peak_bytes;
+  j["state_bytes_per_param"] = c.state_bytes_per_param;
+  j["phase_ms_per_step"] = phases;
+  j["phase_step_ms"] = c.phase_step_ms;
+  j["speedup_vs_mixed"] =
+      c.speedup_vs_mixed < 0 ? nlohmann::json() : nlohmann::json(c.speedup_vs_mixed);
+  j["memory_vs_mixed"] =
+      c.memory_vs_mixed < 0 ? nlohmann::json() : nlohmann::json(c.memory_vs_mixed);
+  return j;
+}
+
 nlohmann::json train_json(const TrainMatrixResult& r) {
   const TrainMatrixOptions& o = r.options;
   nlohmann::json cells = nlohmann::json::array();
-  for (const CellResult& c : r.cells) {
-    nlohmann::json j = {{"model", c.model},          {"strategy", c.strategy},
-                        {"batch", c.batch},          {"seq_len", c.seq_len},
-                        {"status", c.status},        {"num_params", c.num_params},
-                        {"step_flops", c.step_flops}};
-    if (!c.ok()) {
-      j["message"] = c.message;
-      cells.push_back(j);
-      continue;
-    }
-    nlohmann::json peak;
-    for (int cat = 0; cat < kNumMemCategories; ++cat) {
-      peak[mem_category_name(static_cast<MemCategory>(cat))] = c.memory.peak[cat];
-    }
-    peak["total"] = c.memory.total_peak;
-    nlohmann::json phases;
-    for (const auto& [name, ms] : c.phase_ms) phases[name] = ms;
-    j["timed_steps"] = c.timed_steps;
-    j["ms_per_step"] = {{"median", c.ms_median}, {"min", c.ms_min}, {"max", c.ms_max}};
-    j["tokens_per_s"] = c.tokens_per_s;
-    j["gflops"] = c.gflops;
-    j["mfu"] = c.mfu;
-    j["peak_gflops"] = c.peak_gflops;
-    j["peak_bytes"] = peak;
-    j["rss_peak_bytes"] = c.rss_peak_bytes;
-    j["state_bytes_per_param"] = c.state_bytes_per_param;
-    j["phase_ms_per_step"] = phases;
-    j["phase_step_ms"] = c.phase_step_ms;
-    j["speedup_vs_mixed"] =
-        c.speedup_vs_mixed < 0 ? nlohmann::json() : nlohmann::json(c.speedup_vs_mixed);
-    j["memory_vs_mixed"] =
-        c.memory_vs_mixed < 0 ? nlohmann::json() : nlohmann::json(c.memory_vs_mixed);
-    cells.push_back(j);
-  }
+  for (const CellResult& c : r.cells) cells.push_back(train_cell_json(c));
   return {{"device", o.device},
           {"backend", r.backend},
           {"threads", o.threads},

@@ -21,5 +21,8 @@ std::vector<std::string> train_strategy_summaries(const TrainMatrixResult& resul
 // Header line plus one line per cell; raw units (ms, bytes, fractions).
 std::string train_csv(const TrainMatrixResult& result);
 nlohmann::json train_json(const TrainMatrixResult& result);
+// One cell's JSON object, as in train_json's "cells" (and sr-bench train
+// --memory-budget's candidates).
+nlohmann::json train_cell_json(const CellResult& cell);
 
 }  // namespace srkit

@@ -42,6 +42,7 @@ MemoryEstimate run_memory_estimate(const TrainConfig& c, int world) {
   s.device = c.device;
   s.threads = c.threads;
   s.recompute = c.recompute == "layer";
+  s.grad_accum = c.grad_accum;
   return estimate_memory(s);
 }
 

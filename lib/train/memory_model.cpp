@@ -98,6 +98,8 @@ MemoryEstimate estimate_memory(const MemoryScenario& s) {
   require(s.zero >= 0 && s.zero <= 2,
           "--zero must be 0, 1 or 2 (got " + std::to_string(s.zero) + ")");
   require(s.batch >= 1, "--batches must be >= 1 (got " + std::to_string(s.batch) + ")");
+  require(s.grad_accum >= 1,
+          "--grad-accum must be >= 1 (got " + std::to_string(s.grad_accum) + ")");
   require(T >= 1 && T <= s.model.max_seq_len, "--seq-len " + std::to_string(T) + " outside [1, " +
                                                   std::to_string(s.model.max_seq_len) + "] for " +
                                                   s.model.name);
@@ -127,7 +129,7 @@ MemoryEstimate estimate_memory(const MemoryScenario& s) {
   // What the model allocates, with or without recomputation (GPT::set_recompute).
   e.activations = GPT::activation_bytes(s.model, dt, s.batch, T, device, s.recompute);
   e.step_record =
-      DataParallel::step_buffer_bytes(s.world, /*grad_accum=*/1, layout.group_ranges().size());
+      DataParallel::step_buffer_bytes(s.world, s.grad_accum, layout.group_ranges().size());
   e.compute_copies = size_t(s.strategy.transient_bytes_per_param() * double(P));
   if (device == DeviceKind::kCuda) {
     e.scratch = cuda_scratch_bytes(s.model, s.batch, T, shard);

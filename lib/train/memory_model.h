@@ -2,7 +2,8 @@
 // shape, precision strategy, world size, ZeRO stage, micro-batch, sequence
 // length and activation recomputation, the bytes of every kind of buffer.
 //
-// Where the engine implements the scenario (ZeRO 0 and 1, no recomputation)
+// Where the engine implements the scenario (ZeRO 0 and 1, with or without
+// recomputation, any accumulation)
 // the terms are the engine's own allocations, not approximations:
 //   weights, grads      the flat buffers, ParamLayout::total_size() elements
 //                       (alignment padding included) x the weight dtype;
@@ -16,8 +17,8 @@
 //                       O1's compute copies of weights and gradients (the amp preset);
 //   comm                the MPI communicator's receive buffer (CPU ranks) or
 //                       nothing (NCCL reduces in place on GPUs).
-// ZeRO 2 and recomputation are models of what those designs would hold; the
-// engine does not implement them (see estimate_memory for the formulas).
+// ZeRO 2 is a model of what that design would hold; the engine does not
+// implement it (see estimate_memory for the formula).
 #pragma once
 
 #include <cstddef>
@@ -32,11 +33,12 @@ namespace srkit {
 struct MemoryScenario {
   GPTConfig model;
   PrecisionStrategy strategy;
-  int world = 1;               // data-parallel ranks
-  int zero = 0;                // 0 replicated; 1 optimizer state sharded; 2 also gradients
-  int batch = 1;               // micro-batch: sequences per rank per forward
-  int seq_len = 0;             // tokens per sequence; 0 = the model's maximum
-  bool recompute = false;      // activation recomputation (GPT::set_recompute), as allocated
+  int world = 1;           // data-parallel ranks
+  int zero = 0;            // 0 replicated; 1 optimizer state sharded; 2 also gradients
+  int batch = 1;           // micro-batch: sequences per rank per forward
+  int seq_len = 0;         // tokens per sequence; 0 = the model's maximum
+  bool recompute = false;  // activation recomputation (GPT::set_recompute), as allocated
+  int grad_accum = 1;  // micro-batches per optimizer step (the step record holds each one's loss)
   std::string device = "cpu";  // whose scratch and communication buffers: cpu or cuda
   int threads = 0;             // CPU threads (the GEMM scratch is per thread); 0: OpenMP default
 };
