@@ -103,7 +103,7 @@ int run_budget(const MemoryArgs& a) {
   const MemoryBudget budget = resolve_memory_budget(a.memory_budget, a.device, a.shape.threads);
   o.budget = budget.bytes;
   const std::vector<BudgetAnswer> rows = budget_answers(o);
-  if (unit == "auto") unit = budget.bytes >= (size_t(10) << 30) ? "GiB" : "MiB";
+  if (unit == "auto") unit = memory_unit_for(budget.bytes);
   std::printf("%s\n%s", budget_markdown_table(rows, budget, unit).c_str(), kNotes);
   if (!a.json.empty()) write_text_file(a.json, budget_json(rows, budget).dump(2) + "\n", "--json");
   return 0;

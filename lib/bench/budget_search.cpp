@@ -4,6 +4,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "lib/bench/memory_table.h"
 #include "lib/bench/process_memory.h"
 #include "lib/bench/train_report.h"
 #include "lib/train/memory_check.h"
@@ -56,7 +57,9 @@ std::vector<BudgetCandidate> budget_candidates(const BudgetSearchOptions& o,
   const int sequences = int(o.tokens_per_step / uint64_t(T));
   std::vector<BudgetCandidate> out;
   for (bool recompute : {false, true}) {
-    std::vector<BudgetCandidate> mode;
+    // Every power of two up to the first that does not fit (the total grows
+    // with the batch), and every fitting divisor until the largest is known.
+    const size_t first = out.size();
     int largest_fit = 0;
     for (int b = 1; b <= sequences; ++b) {
       if (sequences % b != 0) continue;
@@ -66,18 +69,16 @@ std::vector<BudgetCandidate> budget_candidates(const BudgetSearchOptions& o,
       const bool fits = c.model_bytes <= o.budget.bytes;
       if (fits) largest_fit = b;
       if (!fits) c.status = kNoFit;
-      // Powers of two always; the largest fitting divisor is added below.
-      if (is_power_of_two(b) || fits) mode.push_back(std::move(c));
-      if (!fits && b > largest_fit && is_power_of_two(b)) break;  // larger ones fit less
+      if (is_power_of_two(b) || fits) out.push_back(std::move(c));
+      if (!fits && is_power_of_two(b)) break;
     }
-    // Keep the powers of two and the largest fit; drop other fitting divisors.
-    std::vector<BudgetCandidate> kept;
-    for (BudgetCandidate& c : mode) {
-      if (is_power_of_two(c.shape.batch) || c.shape.batch == largest_fit) {
-        kept.push_back(std::move(c));
-      }
-    }
-    for (BudgetCandidate& c : kept) out.push_back(std::move(c));
+    // Of the fitting divisors that are not powers of two, only the largest stays.
+    out.erase(std::remove_if(out.begin() + std::ptrdiff_t(first), out.end(),
+                             [&](const BudgetCandidate& c) {
+                               return !is_power_of_two(c.shape.batch) &&
+                                      c.shape.batch != largest_fit;
+                             }),
+              out.end());
   }
   return out;
 }
@@ -250,11 +251,8 @@ BudgetSearchResult run_budget_search(BudgetSearchOptions o, std::FILE* progress)
 
 std::string budget_search_markdown(const BudgetSearchResult& r) {
   const size_t budget = r.options.budget.bytes;
-  const bool gib = budget >= (size_t(10) << 30);
-  const char* unit = gib ? "GiB" : "MiB";
-  auto u = [&](size_t bytes) {
-    return strprintf(gib ? "%.2f" : "%.1f", double(bytes) / double(size_t(1) << (gib ? 30 : 20)));
-  };
+  const std::string unit = memory_unit_for(budget);
+  auto u = [&](size_t bytes) { return bytes_in_unit(bytes, unit); };
   std::ostringstream out;
   out << "Budget " << human_bytes(budget) << " (" << r.options.budget.source << "), "
       << r.options.tokens_per_step << " tokens per optimizer step; B x A = micro-batch x "

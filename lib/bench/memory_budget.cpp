@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "lib/backend/backend.h"
+#include "lib/bench/memory_table.h"
 #include "lib/model/param_layout.h"
 #include "lib/train/memory_check.h"
 #include "lib/util/format.h"
@@ -134,9 +135,7 @@ std::vector<BudgetAnswer> budget_answers(BudgetMatrixOptions o) {
 
 std::string budget_markdown_table(const std::vector<BudgetAnswer>& rows, const MemoryBudget& budget,
                                   const std::string& unit) {
-  const double scale = unit == "GiB" ? double(size_t(1) << 30) : double(size_t(1) << 20);
-  const char* fmt = unit == "GiB" ? "%.2f" : "%.1f";
-  auto u = [&](size_t bytes) { return strprintf(fmt, double(bytes) / scale); };
+  auto u = [&](size_t bytes) { return bytes_in_unit(bytes, unit); };
   std::ostringstream out;
   out << "Largest micro-batch per rank within " << human_bytes(budget.bytes) << " ("
       << budget.source << "), from the memory model:\n\n";

@@ -52,16 +52,23 @@ std::vector<MemoryRow> memory_rows(MemoryMatrixOptions o) {
   return rows;
 }
 
+std::string memory_unit_for(size_t largest_bytes) {
+  return largest_bytes >= (size_t(10) << 30) ? "GiB" : "MiB";
+}
+
+std::string bytes_in_unit(size_t bytes, const std::string& unit) {
+  return unit == "GiB" ? strprintf("%.2f", double(bytes) / double(size_t(1) << 30))
+                       : strprintf("%.1f", double(bytes) / double(size_t(1) << 20));
+}
+
 std::string memory_auto_unit(const std::vector<MemoryRow>& rows) {
   size_t largest = 0;
   for (const MemoryRow& r : rows) largest = std::max(largest, r.estimate.total());
-  return largest >= (size_t(10) << 30) ? "GiB" : "MiB";
+  return memory_unit_for(largest);
 }
 
 std::string memory_markdown_table(const std::vector<MemoryRow>& rows, const std::string& unit) {
-  const double scale = unit == "GiB" ? double(size_t(1) << 30) : double(size_t(1) << 20);
-  const char* fmt = unit == "GiB" ? "%.2f" : "%.1f";
-  auto u = [&](size_t bytes) { return strprintf(fmt, double(bytes) / scale); };
+  auto u = [&](size_t bytes) { return bytes_in_unit(bytes, unit); };
   const bool measured = std::any_of(
       rows.begin(), rows.end(), [](const MemoryRow& r) { return r.measured_total.has_value(); });
   std::ostringstream out;

@@ -41,5 +41,9 @@ std::string memory_csv(const std::vector<MemoryRow>& rows);
 nlohmann::json memory_json(const std::vector<MemoryRow>& rows);
 // GiB when the largest total is at least 10 GiB, else MiB.
 std::string memory_auto_unit(const std::vector<MemoryRow>& rows);
+// The same rule for one figure: "GiB" from 10 GiB up, else "MiB".
+std::string memory_unit_for(size_t largest_bytes);
+// `bytes` in `unit` ("MiB" or "GiB") as the tables print it: %.1f MiB, %.2f GiB.
+std::string bytes_in_unit(size_t bytes, const std::string& unit);
 
 }  // namespace srkit
