@@ -5,6 +5,7 @@
 // on the tiny preset whose every choice is within the budget when measured.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -170,6 +171,14 @@ TEST(BudgetSearch, AStrategyThatCannotFitKeepsItsRow) {
             std::string::npos);
 }
 
+// The largest micro-batch the memory model lets run without recomputation.
+int largest_batch_without_recompute(const BudgetChoice& c, size_t budget) {
+  int largest = 0;
+  for (const BudgetCandidate& k : c.candidates)
+    if (!k.shape.recompute && k.model_bytes <= budget) largest = std::max(largest, k.shape.batch);
+  return largest;
+}
+
 // A budget between bf16-sr's and mixed's footprints at B = 2: the search runs
 // what the model says fits, every choice's measured peak is within the budget,
 // and every candidate stays in the result with a status.
@@ -205,8 +214,11 @@ TEST(BudgetSearch, ChoicesAreConfirmedWithinTheBudget) {
     const CellResult& sr = *r.choices[1].chosen_cell();
     EXPECT_DOUBLE_EQ(r.choices[0].vs_mixed, 1.0);
     EXPECT_DOUBLE_EQ(r.choices[1].vs_mixed, sr.tokens_per_s / mixed.tokens_per_s);
-    // The larger batch needs recomputation under mixed, not under bf16-sr.
-    EXPECT_GE(sr.batch, mixed.batch);
+    // Which candidate is fastest is a timing, so it is not asserted; what the
+    // budget allows is: bf16-sr fits a larger micro-batch without recomputation
+    // than mixed does.
+    EXPECT_GT(largest_batch_without_recompute(r.choices[1], o.budget.bytes),
+              largest_batch_without_recompute(r.choices[0], o.budget.bytes));
   }
 }
 
