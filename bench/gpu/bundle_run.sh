@@ -15,8 +15,9 @@ out="$(mkdir -p "${1:-results}" && cd "${1:-results}" && pwd)"
 start=$(date +%s)
 summary="$out/summary.md"
 rows=()
-row() { rows+=("| $1 | $2 |"); }
-write_summary() {
+# summary.md is rewritten after every row, so a call cut off by its time limit
+# still brings back what was measured before.
+write_summary_file() {
   {
     echo "# srkit GPU bundle: $(date -u +%Y-%m-%dT%H:%MZ), $(($(date +%s) - start)) s"
     echo
@@ -24,8 +25,16 @@ write_summary() {
     echo "|---|---|"
     printf '%s\n' "${rows[@]}"
   } >"$summary"
+}
+row() {
+  rows+=("| $1 | $2 |")
+  write_summary_file
+}
+write_summary() {
+  write_summary_file
   cat "$summary"
 }
+trap 'row "stopped" "interrupted (signal) after $(($(date +%s) - start)) s"; write_summary; exit 124' TERM INT
 fail() {
   echo "srkit gpu bundle: $*" >&2
   row "stopped" "$*"
@@ -116,6 +125,20 @@ if command -v compute-sanitizer >/dev/null 2>&1; then
   san_rc=$?
   errors=$(grep -m1 -E 'ERROR SUMMARY' "$sanitizer_log" || echo "no summary")
   row "compute-sanitizer memcheck (ops, AdamW, casts)" "rc $san_rc, $errors"
+  # racecheck: shared-memory hazards of the kernels that tile through shared
+  # memory (the flash attention and the tensor-core fragments); appended to the
+  # same log. T = 1000 is left out: racecheck runs it for minutes.
+  {
+    echo
+    echo "==== racecheck ===="
+  } >>"$sanitizer_log"
+  timeout 150 compute-sanitizer --tool racecheck --error-exitcode 3 \
+    "$here/bin/srkit_gpu_bundle_tests" --gtest_color=no \
+    --gtest_filter='Shapes/FlashAttentionShapes.*:FlashAttentionGpu.*:MmaFragmentGpu.*:-*T1000*' \
+    >>"$sanitizer_log" 2>&1
+  race_rc=$?
+  race=$(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$sanitizer_log" | tail -1)
+  row "compute-sanitizer racecheck (flash attention, mma fragments)" "rc $race_rc, ${race:-no summary}"
 else
   echo "compute-sanitizer not found" >"$sanitizer_log"
   row "compute-sanitizer memcheck" "not run: compute-sanitizer not found"
@@ -139,21 +162,70 @@ timeout 30 "$here/bin/sr-bench" memory --device cuda --models gpt2-124m,gpt2-350
   --strategies "$strategies" --batches 16 --seq-len 1024 >>"$train_md" 2>&1
 row "training benchmark (gpt2-124m, gpt2-350m; B=16, T=1024)" "rc $train_rc (train.md, train.json)"
 if [ -s "$train_json" ] && command -v python3 >/dev/null 2>&1; then
-  while IFS= read -r line; do rows+=("$line"); done < <(python3 - "$train_json" <<'EOF'
-import json, sys
-cells = json.load(open(sys.argv[1])).get("cells", [])
-for c in cells:
-    if c.get("status") != "ok":
-        print(f"| {c['model']} {c['strategy']} | {c.get('status')}: {c.get('message', '')[:80]} |")
-        continue
-    peak = c["peak_bytes"]["total"] / 2**30
-    vs = c.get("speedup_vs_mixed")
-    mem = c.get("memory_vs_mixed")
-    print(f"| {c['model']} {c['strategy']} | {c['ms_per_step']['median']:.1f} ms/step, "
-          f"{c['tokens_per_s']:.0f} tok/s, MFU {100 * c['mfu']:.1f}%, peak {peak:.2f} GiB"
-          + (f"; vs mixed: {vs:.2f}x speed, {mem:.2f}x memory" if vs else "") + " |")
-EOF
-)
+  while IFS= read -r line; do rows+=("$line"); done < <(python3 "$bundle/report.py" train "$train_json")
+  write_summary_file
+fi
+
+# ---- 5b. llm.c beside srkit: the same model, shape and data, in the same run ------
+# llm.c (third-party, MIT, unmodified; built for the bundle by
+# bench/gpu/llmc/build_llmc.sh) trains gpt2-124m from scratch (-e d12) on the
+# bundle's sr-prep byte-token shards with its pure-bf16 mode (-w 0) and with fp32
+# master weights (-w 1), no recomputation, TF32 off; srkit's bf16-sr and mixed run
+# at the same shape just before it. train.md gets the figures, summary.md one line.
+llmc_tokens=$((16 * 1024))
+if [ -x "$here/llmc/train_gpt2cu" ] && compgen -G "$bundle/data/llmc/*_train_*.bin" >/dev/null; then
+  cap="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')"
+  built_for="$(sed -n 's/^llm.c train_gpt2cu for sm_\([0-9]*\).*/\1/p' "$here/llmc/BUILD.txt" 2>/dev/null)"
+  if [ -n "$built_for" ] && [ -n "$cap" ] && [ "$cap" != "$built_for" ]; then
+    row "srkit / llm.c tok/s" "not run: llm.c was built for sm_$built_for, this device is sm_$cap"
+  else
+    pair_json="$here/srkit-vs-llmc.json"
+    timeout 90 "$here/bin/sr-bench" train --device cuda --models gpt2-124m --strategies bf16-sr,mixed \
+      --batches 16 --seq-len 1024 --warmup 3 --steps 10 --json "$pair_json" >"$here/srkit-vs-llmc.md" 2>&1
+    for w in 0 1; do
+      (cd "$here/llmc" && timeout 90 ./train_gpt2cu -e d12 -b 16 -t 1024 -x 30 -w "$w" -r 0 -f 0 \
+        -v 0 -s 0 -h 0 -i "$bundle/data/llmc/*_train_*.bin" -j "$bundle/data/llmc/*_val_*.bin") \
+        >"$here/llmc-w$w.log" 2>&1
+      echo "srkit bundle: train_gpt2cu -w $w exited with $?" >>"$here/llmc-w$w.log"
+    done
+    if command -v python3 >/dev/null 2>&1; then
+      rows+=("$(python3 "$bundle/report.py" llmc "$pair_json" "$here/llmc-w0.log" "$here/llmc-w1.log" \
+        "$llmc_tokens" --markdown "$train_md")")
+      write_summary_file
+    else
+      row "srkit / llm.c tok/s" "not compared: python3 not found (the logs are in train.md)"
+    fi
+    for w in 0 1; do
+      { echo; echo "## llm.c -w $w: its step lines"; echo; grep -E '^step|exited' "$here/llmc-w$w.log" | tail -12; } >>"$train_md"
+    done
+  fi
+elif [ -f "$bundle/llmc/BUILD-FAILED.txt" ]; then
+  row "srkit / llm.c tok/s" "not run: llm.c did not build on the build machine: $(head -1 "$bundle/llmc/BUILD-FAILED.txt")"
+else
+  row "srkit / llm.c tok/s" "not run: the bundle carries no llm.c (make gpu-bundle builds it from ../shared/third_party/llm.c or BUNDLE_LLMC) or no data"
+fi
+
+# ---- 5c. throughput at equal memory (docs/experiments.md) ---------------------------
+# Each strategy's fastest micro-batch x accumulation x recomputation within the
+# device's memory, at the same optimizer step (8 sequences of T = 2048), confirmed
+# by running it: GPT-Neo 1.3B and 2.7B, and 6.7B where it fits one device.
+budget_jsons=()
+for model in neo-1.3b neo-2.7b neo-6.7b; do
+  bj="$here/budget-$model.json"
+  { echo; echo "## Equal memory: $model, T=2048, the device's memory"; echo; } >>"$train_md"
+  timeout 100 "$here/bin/sr-bench" train --device cuda --models "$model" --seq-len 2048 \
+    --strategies fp32,amp,mixed,bf16-sr,bf16-kahan --memory-budget device --tokens-per-step 16384 \
+    --warmup 1 --steps 2 --json "$bj" >>"$train_md" 2>&1
+  brc=$?
+  if [ -s "$bj" ]; then
+    budget_jsons+=("$bj")
+  else
+    row "equal memory: $model, T=2048" "no result (rc $brc; train.md)"
+  fi
+done
+if [ ${#budget_jsons[@]} -gt 0 ] && command -v python3 >/dev/null 2>&1; then
+  while IFS= read -r line; do rows+=("$line"); done < <(python3 "$bundle/report.py" budget "${budget_jsons[@]}")
+  write_summary_file
 fi
 
 # ---- 6. where a training step's device time goes, kernel by kernel ---------------
@@ -214,16 +286,21 @@ fi
 
 # ---- 7. the learning-rate grid, carried across sessions (docs/experiments.md) -----
 # gpt2-124m, 1000 steps per cell, 4 strategies x 5 learning rates x 3 seeds: more
-# than one session's device time, so each session adds cells for SWEEP_SECONDS
-# (default 240) and stops (a stopped sweep keeps its finished cells); the cells
-# committed under docs/experiments/sweep-gpt2-124m-lr (carried in the bundle)
-# count as done. The new cells come back as sweep-cells.tar.gz, to unpack into
-# that folder and commit (bench/gpu/README.md).
+# than one session's device time, so each session adds cells for what is left of
+# BUNDLE_SECONDS (default 540: the whole bundle within one 10-minute device
+# call), at most SWEEP_SECONDS (default 150), and stops (a stopped sweep keeps
+# its finished cells); the cells committed under docs/experiments/sweep-gpt2-124m-lr
+# (carried in the bundle) count as done. The new cells come back as
+# sweep-cells.tar.gz, to unpack into that folder and commit (bench/gpu/README.md).
 sweep_dir="$here/sweep-gpt2-124m-lr"
-if [ -f "$bundle/data/tinyshakespeare.txt" ]; then
+sweep_seconds=$((${BUNDLE_SECONDS:-540} - ($(date +%s) - start) - 20))
+[ "$sweep_seconds" -gt "${SWEEP_SECONDS:-150}" ] && sweep_seconds="${SWEEP_SECONDS:-150}"
+if [ "$sweep_seconds" -lt 30 ]; then
+  row "learning-rate grid" "not run: ${sweep_seconds} s left of BUNDLE_SECONDS=${BUNDLE_SECONDS:-540}"
+elif [ -f "$bundle/data/tinyshakespeare.txt" ]; then
   carry=()
   [ -d "$bundle/carry/sweep-gpt2-124m-lr/cells" ] && carry=(--carry "$bundle/carry/sweep-gpt2-124m-lr")
-  timeout -s TERM "${SWEEP_SECONDS:-240}" "$here/bin/sr-bench" sweep --device cuda --model gpt2-124m \
+  timeout -s TERM "$sweep_seconds" "$here/bin/sr-bench" sweep --device cuda --model gpt2-124m \
     --data "$bundle/data/tinyshakespeare.txt" --batch 16 --seq-len 256 --steps 1000 --warmup 50 \
     --schedule cosine --eval-batches 8 --curve-points 6 --lrs 3e-4,6e-4,1e-3,2e-3,3e-3 \
     --seeds 1,2,3 --strategies mixed,bf16,bf16-sr,bf16-kahan --jobs 4 --threads 16 \
