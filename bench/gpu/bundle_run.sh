@@ -195,9 +195,18 @@ if [ -x "$here/llmc/train_gpt2cu" ] && compgen -G "$bundle/data/llmc/*_train_*.b
     else
       row "srkit / llm.c tok/s" "not compared: python3 not found (the logs are in train.md)"
     fi
-    for w in 0 1; do
-      { echo; echo "## llm.c -w $w: its step lines"; echo; grep -E '^step|exited' "$here/llmc-w$w.log" | tail -12; } >>"$train_md"
-    done
+    {
+      echo
+      echo "## srkit's side of the pairing (sr-bench train, gpt2-124m, B=16, T=1024)"
+      echo
+      cat "$here/srkit-vs-llmc.md"
+      for w in 0 1; do
+        echo
+        echo "## llm.c -w $w: the last of its step lines"
+        echo
+        grep -E '^step|exited|rror' "$here/llmc-w$w.log" | tail -12
+      done
+    } >>"$train_md"
   fi
 elif [ -f "$bundle/llmc/BUILD-FAILED.txt" ]; then
   row "srkit / llm.c tok/s" "not run: llm.c did not build on the build machine: $(head -1 "$bundle/llmc/BUILD-FAILED.txt")"
