@@ -305,6 +305,8 @@ struct AdamWArrays {
   using Master = std::conditional_t<WM == AdamWWeightMode::kRem16, int16_t, float>;
   using M = std::conditional_t<MM == AdamWStateMode::kF32, float, bf16>;
   using V = std::conditional_t<VM == AdamWStateMode::kF32, float, bf16>;
+  using Grad = G;
+  static constexpr AdamWWeightMode kWeightMode = WM;
   static constexpr bool kWeightSR = WM == AdamWWeightMode::kBF16SR;
   static constexpr bool kMomentSR = MM == AdamWStateMode::kBF16SR;
   static constexpr bool kVarianceSR = VM == AdamWStateMode::kBF16SR;

@@ -4,11 +4,15 @@
 // every strategy, whatever the tiling.
 //
 // Shape: a warp steps a tile of 256 consecutive elements (32 SR groups of 8,
-// tiles start on group boundaries): lane L draws the Philox blocks of group L
-// once, then the warp walks the tile 32 elements at a time (coalesced), each
-// lane fetching its element's 16 bits from the lane holding its group by
-// shuffles. A block of 8 warps covers 2048 elements; at most kMaxBlocks blocks
-// loop over the range (enough to fill 132 SMs, and a fixed bound on the
+// tiles start on group boundaries), lane L the 8 elements of group L: it draws
+// the group's Philox blocks and, where the group lies wholly in the range and
+// the arrays are 16-byte aligned at it (a range starting on a group boundary),
+// moves each array's 8 elements with one 128-bit access per 16 bytes (a warp
+// reads 512 contiguous bytes of each bf16 array per access), stepping them in
+// registers through the same adamw_element. Groups cut by the range's ends,
+// and every group of a range that starts mid-group, step element by element
+// from memory. A block of 8 warps covers 2048 elements; at most kMaxBlocks
+// blocks loop over the range (enough to fill 132 SMs, and a fixed bound on the
 // telemetry partial sums, one per block, in the plan).
 //
 // The plan block (built once on the host, adamw_plan_image):
@@ -28,6 +32,7 @@
 #include "kernels/common/sr_bits.h"
 #include "kernels/common/step_record.h"
 #include "kernels/cuda/adamw.h"
+#include "kernels/cuda/elements.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/warp.cuh"
 
@@ -78,15 +83,41 @@ __device__ Partial sum_over_block(const Partial& mine) {
   return sh[0];
 }
 
-// The 16 SR bits of element 32 * j + lane of the warp's tile: its group
-// 4 * j + lane / 8 was drawn by that lane; its lane within the group is lane % 8
-// (the tile starts on a group boundary). Every lane must call this.
-__device__ uint32_t shuffled_bits(const Philox4& mine, int j, int lane) {
-  const int src = 4 * j + (lane >> 3);
-  Philox4 b;
-  for (int w = 0; w < 4; ++w) b.v[w] = warp_shfl(mine.v[w], src);
-  return sr_lane(b, unsigned(lane & 7));
-}
+// The arrays of a family as 8-element chunks in registers: load the group at
+// i0 (16-byte aligned, wholly in range), step it through arrays() with the
+// indices 0..7, store it back. Only the arrays the family reads are loaded
+// (an f32 master's bf16 weights are write-only) and only those it writes are
+// stored.
+template <typename A>
+struct AdamWChunk {
+  static constexpr AdamWWeightMode kWM = A::kWeightMode;
+  static constexpr bool kMaster =
+      kWM == AdamWWeightMode::kMasterF32 || kWM == AdamWWeightMode::kRem16;
+  static constexpr bool kKahan = kWM == AdamWWeightMode::kKahan;
+  typename A::W w[kChunk];
+  typename A::Grad g[kChunk];
+  typename A::Master master[kChunk];
+  typename A::M m[kChunk];
+  typename A::V v[kChunk];
+  bf16 kahan[kChunk];
+
+  __device__ __forceinline__ void load(const A& a, size_t i0) {
+    if constexpr (kWM != AdamWWeightMode::kMasterF32) load8_raw(a.w + i0, w);
+    load8_raw(a.g + i0, g);
+    if constexpr (kMaster) load8_raw(a.master + i0, master);
+    load8_raw(a.m + i0, m);
+    load8_raw(a.v + i0, v);
+    if constexpr (kKahan) load8_raw(a.kahan + i0, kahan);
+  }
+  __device__ __forceinline__ A arrays() { return A{w, g, master, m, v, kahan}; }
+  __device__ __forceinline__ void store(const A& a, size_t i0) const {
+    store8_raw(a.w + i0, w);
+    if constexpr (kMaster) store8_raw(a.master + i0, master);
+    store8_raw(a.m + i0, m);
+    store8_raw(a.v + i0, v);
+    if constexpr (kKahan) store8_raw(a.kahan + i0, kahan);
+  }
+};
 
 // Where the plan's parts lie, from begin and end alone.
 struct PlanLayout {
@@ -111,9 +142,9 @@ PlanLayout plan_layout(size_t begin, size_t end) {
 // norm), every thread of the grid returns at once: nothing changes.
 template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, typename G>
 __global__ void __launch_bounds__(kThreads)
-    adamw_kernel(AdamWArrays<WM, MM, VM, G> a, uint64_t begin, uint64_t end, uint64_t base,
-                 uint64_t tiles, const PlanHeader* header, const DecayRun* runs, AdamWHyper h,
-                 const GradClip* clip, Partial* partials) {
+    adamw_kernel(AdamWArrays<WM, MM, VM, G> a, bool vector, uint64_t begin, uint64_t end,
+                 uint64_t base, uint64_t tiles, const PlanHeader* header, const DecayRun* runs,
+                 AdamWHyper h, const GradClip* clip, Partial* partials) {
   using A = AdamWArrays<WM, MM, VM, G>;
   if (clip != nullptr && clip->ok == 0) return;  // uniform: no thread waits at a barrier
   if (clip != nullptr) h.grad_scale = clip->scale;
@@ -121,8 +152,9 @@ __global__ void __launch_bounds__(kThreads)
   const int lane = lane_id(), warp = warp_id();
   Partial acc{};
   for (uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {  // the same trips for the block
-    const uint64_t tile = base + t * kBlockElems + uint64_t(warp) * kWarpElems;
-    const uint64_t group = tile / 8 + uint64_t(lane);
+    const uint64_t g0 = base + t * kBlockElems + uint64_t(warp) * kWarpElems + 8 * uint64_t(lane);
+    if (g0 >= end || g0 + 8 <= begin) continue;  // no barrier or shuffle follows
+    const uint64_t group = g0 / 8;
     Philox4 bw{}, bm{}, bv{};
     if constexpr (A::kWeightSR) {
       bw = sr_block(h.seed, RngPurpose::kWeightUpdate, h.step, group);
@@ -131,26 +163,24 @@ __global__ void __launch_bounds__(kThreads)
     if constexpr (A::kVarianceSR) {
       bv = sr_block(h.seed, RngPurpose::kSecondMoment, h.step, group);
     }
-    // First run ending after this lane's first element; elements only increase.
+    // First run ending after the group's first element in range; elements only increase.
+    const uint64_t first = g0 < begin ? begin : g0;
     int r = 0;
     for (int lo = 0, hi = nruns - 1; lo <= hi;) {
       const int mid = (lo + hi) / 2;
-      if (runs[mid].end > tile + uint64_t(lane)) {
+      if (runs[mid].end > first) {
         r = mid;
         hi = mid - 1;
       } else {
         lo = mid + 1;
       }
     }
-    for (int j = 0; j < kWarpElems / 32; ++j) {
-      const uint64_t gi = tile + uint64_t(32 * j + lane);
-      const uint32_t rw = A::kWeightSR ? shuffled_bits(bw, j, lane) : 0u;
-      const uint32_t rm = A::kMomentSR ? shuffled_bits(bm, j, lane) : 0u;
-      const uint32_t rv = A::kVarianceSR ? shuffled_bits(bv, j, lane) : 0u;
-      if (gi < begin || gi >= end) continue;
+    const auto step_element = [&](const A& arrays, size_t i, uint64_t gi, int k) {
       while (runs[r].end <= gi) ++r;
-      const AdamWElemOut o =
-          adamw_element(a, size_t(gi - begin), runs[r].decay != 0, h, rw, rm, rv);
+      const uint32_t rw = A::kWeightSR ? sr_lane(bw, unsigned(k)) : 0u;
+      const uint32_t rm = A::kMomentSR ? sr_lane(bm, unsigned(k)) : 0u;
+      const uint32_t rv = A::kVarianceSR ? sr_lane(bv, unsigned(k)) : 0u;
+      const AdamWElemOut o = adamw_element(arrays, i, runs[r].decay != 0, h, rw, rm, rv);
       if (partials) {
         acc.update_sq += double(o.update) * double(o.update);
         acc.weight_sq += double(o.weight) * double(o.weight);
@@ -158,6 +188,20 @@ __global__ void __launch_bounds__(kThreads)
         acc.erased += adamw_erased(o.update, o.weight);
         acc.m_stalled += o.m_stalled;
         acc.v_stalled += o.v_stalled;
+      }
+    };
+    if (vector && g0 >= begin && g0 + 8 <= end) {
+      const size_t i0 = size_t(g0 - begin);
+      AdamWChunk<A> c;
+      c.load(a, i0);
+      const A local = c.arrays();
+#pragma unroll
+      for (int k = 0; k < kChunk; ++k) step_element(local, size_t(k), g0 + uint64_t(k), k);
+      c.store(a, i0);
+    } else {
+      for (int k = 0; k < kChunk; ++k) {
+        const uint64_t gi = g0 + uint64_t(k);
+        if (gi >= begin && gi < end) step_element(a, size_t(gi - begin), gi, k);
       }
     }
   }
@@ -189,6 +233,16 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// Whether every array is 16-byte aligned at each SR group of [begin, end):
+// the range starts on a group boundary and each buffer (element `begin`) is
+// 16-byte aligned. Null buffers (arrays the rule lacks) do not count.
+bool chunks_aligned(const AdamWBuffers& b, uint64_t begin) {
+  const void* arrays[] = {b.weights, b.grads, b.master, b.m, b.v, b.kahan};
+  bool ok = begin % 8 == 0;
+  for (const void* p : arrays) ok = ok && (p == nullptr || aligned16(p));
+  return ok;
+}
+
 struct Launch {
   const AdamWBuffers& buffers;
   uint64_t begin, end;
@@ -203,8 +257,8 @@ struct Launch {
   template <AdamWWeightMode WM, AdamWStateMode MM, AdamWStateMode VM, typename G>
   void run() const {
     launch(adamw_kernel<WM, MM, VM, G>, layout.blocks, kThreads, 0, stream, "adamw_step",
-           AdamWArrays<WM, MM, VM, G>::from(buffers), begin, end, layout.base, layout.tiles, header,
-           runs, h, clip, partials);
+           AdamWArrays<WM, MM, VM, G>::from(buffers), chunks_aligned(buffers, begin), begin, end,
+           layout.base, layout.tiles, header, runs, h, clip, partials);
   }
 };
 

@@ -3,49 +3,76 @@
 #include "kernels/common/bf16.h"
 #include "kernels/common/sr_bits.h"
 #include "kernels/cuda/cast.h"
+#include "kernels/cuda/elements.cuh"
 #include "kernels/cuda/launch.cuh"
 
 namespace srkit::cuda {
 namespace {
 
-__global__ void rn_kernel(const float* __restrict__ in, bf16* __restrict__ out, size_t n) {
-  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x) {
-    out[i] = float_to_bf16_rn(in[i]);
+// Casts walk their arrays in 8-element chunks, a thread a chunk per trip of
+// a grid-stride loop: with both arrays 16-byte aligned a whole chunk moves
+// with 128-bit accesses (a warp reads 1 KiB of fp32 or 512 B of bf16 per
+// access), else, and for the last partial chunk, element by element. Each
+// element is rounded by the same function either way.
+__global__ void rn_kernel(const float* __restrict__ in, bf16* __restrict__ out, size_t n,
+                          bool vector) {
+  const size_t chunks = (n + kChunk - 1) / kChunk;
+  for (size_t c = grid_thread_index(); c < chunks; c += grid_thread_count()) {
+    const size_t i0 = c * kChunk;
+    if (vector && i0 + kChunk <= n) {
+      float x[kChunk];
+      load8_aligned(in + i0, x);
+      store8_aligned(out + i0, x);
+    } else {
+      for (size_t i = i0; i < n && i < i0 + kChunk; ++i) out[i] = float_to_bf16_rn(in[i]);
+    }
   }
 }
 
-__global__ void widen_kernel(const bf16* __restrict__ in, float* __restrict__ out, size_t n) {
-  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x) {
-    out[i] = bf16_to_float(in[i]);
+__global__ void widen_kernel(const bf16* __restrict__ in, float* __restrict__ out, size_t n,
+                             bool vector) {
+  const size_t chunks = (n + kChunk - 1) / kChunk;
+  for (size_t c = grid_thread_index(); c < chunks; c += grid_thread_count()) {
+    const size_t i0 = c * kChunk;
+    if (vector && i0 + kChunk <= n) {
+      float x[kChunk];
+      load8_aligned(in + i0, x);
+      store8_aligned(out + i0, x);
+    } else {
+      for (size_t i = i0; i < n && i < i0 + kChunk; ++i) out[i] = bf16_to_float(in[i]);
+    }
   }
 }
 
-// A block handles spans of kGridStrideThreads Philox groups (8 * kGridStrideThreads elements):
-// each thread draws one group's block into shared memory, then the threads
-// walk the span element by element (coalesced loads and stores), each taking
-// its element's lane. Spans start at a group boundary (global index
-// first_group * 8); elements outside [base_index, base_index + n) are skipped.
+// A thread takes one Philox group (8 elements at a group boundary of the
+// global index) per trip: it draws the group's block and rounds each element
+// with its lane. Groups run from first_group; elements outside
+// [base_index, base_index + n) are skipped. vector: base_index is a group
+// boundary and both arrays are 16-byte aligned, so a group wholly inside the
+// range is one chunk at a 16-byte boundary.
 __global__ void sr_kernel(const float* __restrict__ in, bf16* __restrict__ out, size_t n,
                           uint64_t seed, RngPurpose purpose, uint64_t step, uint64_t base_index,
-                          uint64_t first_group, uint64_t groups) {
-  __shared__ Philox4 blocks[kGridStrideThreads];
-  constexpr uint64_t kSpan = uint64_t(kGridStrideThreads) * kSrElementsPerPhilox;
-  for (uint64_t span = blockIdx.x; span * kGridStrideThreads < groups; span += gridDim.x) {
-    const uint64_t group = first_group + span * kGridStrideThreads + threadIdx.x;
-    blocks[threadIdx.x] = sr_block(seed, purpose, step, group);
-    __syncthreads();
-    const uint64_t span_start = (first_group + span * kGridStrideThreads) * kSrElementsPerPhilox;
-    for (unsigned e = threadIdx.x; e < kSpan; e += kGridStrideThreads) {
-      const uint64_t global = span_start + e;
-      if (global >= base_index && global - base_index < n) {
-        const size_t i = size_t(global - base_index);
-        out[i] = float_to_bf16_sr(
-            in[i], sr_lane(blocks[e / kSrElementsPerPhilox], e % kSrElementsPerPhilox));
+                          uint64_t first_group, uint64_t groups, bool vector) {
+  for (uint64_t t = grid_thread_index(); t < groups; t += grid_thread_count()) {
+    const uint64_t group = first_group + t;
+    const Philox4 block = sr_block(seed, purpose, step, group);
+    const uint64_t g0 = group * kSrElementsPerPhilox;
+    if (vector && g0 >= base_index && g0 - base_index + kChunk <= n) {
+      const size_t i0 = size_t(g0 - base_index);
+      float x[kChunk];
+      bf16 y[kChunk];
+      load8_aligned(in + i0, x);
+      for (int k = 0; k < kChunk; ++k) y[k] = float_to_bf16_sr(x[k], sr_lane(block, unsigned(k)));
+      store8_raw(out + i0, y);
+    } else {
+      for (int k = 0; k < kSrElementsPerPhilox; ++k) {
+        const uint64_t global = g0 + uint64_t(k);
+        if (global >= base_index && global - base_index < n) {
+          const size_t i = size_t(global - base_index);
+          out[i] = float_to_bf16_sr(in[i], sr_lane(block, unsigned(k)));
+        }
       }
     }
-    __syncthreads();
   }
 }
 
@@ -53,14 +80,14 @@ __global__ void sr_kernel(const float* __restrict__ in, bf16* __restrict__ out, 
 
 void cast_f32_to_bf16_rn(const float* in, bf16* out, size_t n, Stream stream) {
   if (n == 0) return;
-  launch(rn_kernel, grid_stride_blocks(n), kGridStrideThreads, 0, stream, "cast_f32_to_bf16_rn", in,
-         out, n);
+  launch(rn_kernel, grid_stride_blocks((n + kChunk - 1) / kChunk), kGridStrideThreads, 0, stream,
+         "cast_f32_to_bf16_rn", in, out, n, aligned16(in) && aligned16(out));
 }
 
 void cast_bf16_to_f32(const bf16* in, float* out, size_t n, Stream stream) {
   if (n == 0) return;
-  launch(widen_kernel, grid_stride_blocks(n), kGridStrideThreads, 0, stream, "cast_bf16_to_f32", in,
-         out, n);
+  launch(widen_kernel, grid_stride_blocks((n + kChunk - 1) / kChunk), kGridStrideThreads, 0, stream,
+         "cast_bf16_to_f32", in, out, n, aligned16(in) && aligned16(out));
 }
 
 void cast_f32_to_bf16_sr(const float* in, bf16* out, size_t n, uint64_t seed, RngPurpose purpose,
@@ -71,7 +98,8 @@ void cast_f32_to_bf16_sr(const float* in, bf16* out, size_t n, uint64_t seed, Rn
   const uint64_t end_group = (base_index + n + kSrElementsPerPhilox - 1) / kSrElementsPerPhilox;
   const uint64_t groups = end_group - first_group;
   launch(sr_kernel, grid_stride_blocks(groups), kGridStrideThreads, 0, stream,
-         "cast_f32_to_bf16_sr", in, out, n, seed, purpose, step, base_index, first_group, groups);
+         "cast_f32_to_bf16_sr", in, out, n, seed, purpose, step, base_index, first_group, groups,
+         base_index % kSrElementsPerPhilox == 0 && aligned16(in) && aligned16(out));
 }
 
 }  // namespace srkit::cuda

@@ -88,6 +88,58 @@ __device__ __forceinline__ void store16(void* p, const Raw16& r) {
 #endif
 }
 
+// ---- 8 elements as stored ----------------------------------------------------
+// 16 bytes as elements of T, and back (little-endian: element 0 is the low
+// bits of word 0). For kernels that keep a chunk in its stored type (AdamW's
+// state, the SR cast's output).
+__device__ __forceinline__ void unpack16(const Raw16& r, float* x) {
+  for (int k = 0; k < 4; ++k) x[k] = bits_as_float(r.w[k]);
+}
+__device__ __forceinline__ void unpack16(const Raw16& r, bf16* x) {
+  for (int k = 0; k < 4; ++k) {
+    x[2 * k].bits = uint16_t(r.w[k]);
+    x[2 * k + 1].bits = uint16_t(r.w[k] >> 16);
+  }
+}
+__device__ __forceinline__ void unpack16(const Raw16& r, int16_t* x) {
+  for (int k = 0; k < 4; ++k) {
+    x[2 * k] = int16_t(uint16_t(r.w[k]));
+    x[2 * k + 1] = int16_t(uint16_t(r.w[k] >> 16));
+  }
+}
+__device__ __forceinline__ Raw16 pack16(const float* x) {
+  Raw16 r;
+  for (int k = 0; k < 4; ++k) r.w[k] = float_as_bits(x[k]);
+  return r;
+}
+__device__ __forceinline__ uint32_t pack_halves(uint16_t lo, uint16_t hi) {
+  return uint32_t(lo) | (uint32_t(hi) << 16);
+}
+__device__ __forceinline__ Raw16 pack16(const bf16* x) {
+  Raw16 r;
+  for (int k = 0; k < 4; ++k) r.w[k] = pack_halves(x[2 * k].bits, x[2 * k + 1].bits);
+  return r;
+}
+__device__ __forceinline__ Raw16 pack16(const int16_t* x) {
+  Raw16 r;
+  for (int k = 0; k < 4; ++k) r.w[k] = pack_halves(uint16_t(x[2 * k]), uint16_t(x[2 * k + 1]));
+  return r;
+}
+
+// The 8 elements at p (2- or 4-byte T: one or two 128-bit accesses); p 16-byte aligned.
+template <typename T>
+__device__ __forceinline__ void load8_raw(const T* p, T (&x)[kChunk]) {
+  static_assert(sizeof(T) == 2 || sizeof(T) == 4, "load8_raw: 2- or 4-byte elements");
+  constexpr int kPer16 = int(16 / sizeof(T));
+  for (int h = 0; h < kChunk / kPer16; ++h) unpack16(load16(p + kPer16 * h), x + kPer16 * h);
+}
+template <typename T>
+__device__ __forceinline__ void store8_raw(T* p, const T (&x)[kChunk]) {
+  static_assert(sizeof(T) == 2 || sizeof(T) == 4, "store8_raw: 2- or 4-byte elements");
+  constexpr int kPer16 = int(16 / sizeof(T));
+  for (int h = 0; h < kChunk / kPer16; ++h) store16(p + kPer16 * h, pack16(x + kPer16 * h));
+}
+
 // Elements [0, 8) of p as floats; p 16-byte aligned.
 __device__ __forceinline__ void load8_aligned(const float* p, float (&x)[kChunk]) {
   for (int h = 0; h < 2; ++h) {

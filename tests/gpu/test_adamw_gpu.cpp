@@ -154,12 +154,13 @@ class AdamWGpu : public ::testing::TestWithParam<std::string> {
   cuda::Stream stream_ = nullptr;
 };
 
-TEST_P(AdamWGpu, BitIdenticalToCpu) {
-  const AdamWRule rule = strategy_from_string(GetParam()).rule;
+// Three steps of [begin, n) on both devices: every stored bit and every
+// telemetry count equal. Several thread blocks, segment boundaries inside SR
+// groups and inside warp tiles, n not a multiple of a group.
+void expect_steps_like_cpu(const std::string& spec, size_t begin, cuda::Stream stream) {
+  const AdamWRule rule = strategy_from_string(spec).rule;
   const AdamWArrayBytes b = adamw_array_bytes(rule);
-  // A shard [begin, n) starting mid SR group, several thread blocks, three
-  // segments with boundaries inside groups and inside warp tiles.
-  const size_t n = 1000003, begin = 13;
+  const size_t n = 1000003;
   const std::vector<ParamSegment> segs = {
       {0, 100001, true}, {100001, 499, false}, {100500, 400000, true}, {500500, n - 500500, false}};
   HostArrays host(rule, n - begin, 7);
@@ -171,8 +172,8 @@ TEST_P(AdamWGpu, BitIdenticalToCpu) {
     AdamWTelemetry tc, tg;
     cpu::adamw_step(rule, host.buffers(0, b), segs.data(), segs.size(), begin, n, h, &tc);
     cuda::adamw_step(rule, device.buffers(), plan.ptr, begin, n, h, nullptr,
-                     step == 2 ? nullptr : static_cast<AdamWTelemetry*>(telemetry.ptr), stream_);
-    cuda::stream_synchronize(stream_);
+                     step == 2 ? nullptr : static_cast<AdamWTelemetry*>(telemetry.ptr), stream);
+    cuda::stream_synchronize(stream);
     cuda::copy_to_host(&tg, telemetry.ptr, sizeof tg);
     const char* names[6] = {"weights", "grads", "master", "m", "v", "kahan"};
     for (int k = 0; k < 6; ++k) {
@@ -188,6 +189,15 @@ TEST_P(AdamWGpu, BitIdenticalToCpu) {
     EXPECT_NEAR(tg.update_sq, tc.update_sq, 1e-5 * tc.update_sq);
     EXPECT_NEAR(tg.weight_sq, tc.weight_sq, 1e-5 * tc.weight_sq);
   }
+}
+
+// A shard starting mid SR group: every group steps element by element.
+TEST_P(AdamWGpu, BitIdenticalToCpu) { expect_steps_like_cpu(GetParam(), 13, stream_); }
+
+// A range starting on a group boundary with aligned arrays: whole groups move
+// as 128-bit chunks, the groups cut by segment ends still step per element.
+TEST_P(AdamWGpu, BitIdenticalToCpuInAlignedChunks) {
+  expect_steps_like_cpu(GetParam(), 0, stream_);
 }
 
 TEST_P(AdamWGpu, ShardsStepLikeTheWholeRange) {

@@ -120,6 +120,30 @@ TEST_F(CastGpu, StochasticMatchesCpu) {
   }
 }
 
+// Arrays that start off a 16-byte boundary take the element-by-element path
+// and store the same bits as the aligned chunks.
+TEST_F(CastGpu, MisalignedArraysMatchCpu) {
+  const size_t n = 4099;
+  const std::vector<float> x = random_floats(n + 1, 11);
+  DeviceArray<float> dx(x);
+  DeviceArray<bf16> dy(n + 1);
+  std::vector<bf16> cpu(n);
+  cuda::cast_f32_to_bf16_rn(dx.get() + 1, dy.get() + 1, n, stream_);
+  std::vector<bf16> gpu = result(dy);
+  cpu::cast_f32_to_bf16_rn(x.data() + 1, cpu.data(), n);
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(gpu[i + 1].bits, cpu[i].bits) << "rn i " << i;
+  cuda::cast_f32_to_bf16_sr(dx.get() + 1, dy.get() + 1, n, 7, kPurpose, 3, 16, stream_);
+  gpu = result(dy);
+  cpu::cast_f32_to_bf16_sr(x.data() + 1, cpu.data(), n, 7, kPurpose, 3, 16);
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(gpu[i + 1].bits, cpu[i].bits) << "sr i " << i;
+  DeviceArray<float> dw(n + 1);
+  cuda::cast_bf16_to_f32(dy.get() + 1, dw.get() + 1, n, stream_);
+  const std::vector<float> wide = result(dw);
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(float_as_bits(wide[i + 1]), float_as_bits(bf16_to_float(cpu[i]))) << "widen i " << i;
+  }
+}
+
 // A shard cast on the GPU with its global offset equals the CPU cast of the
 // whole array (what ZeRO sharding relies on).
 TEST_F(CastGpu, StochasticShardMatchesWholeCpu) {
