@@ -307,6 +307,9 @@ struct AdamWArrays {
   using V = std::conditional_t<VM == AdamWStateMode::kF32, float, bf16>;
   using Grad = G;
   static constexpr AdamWWeightMode kWeightMode = WM;
+  static constexpr bool kHasMaster =
+      WM == AdamWWeightMode::kMasterF32 || WM == AdamWWeightMode::kRem16;
+  static constexpr bool kHasKahan = WM == AdamWWeightMode::kKahan;
   static constexpr bool kWeightSR = WM == AdamWWeightMode::kBF16SR;
   static constexpr bool kMomentSR = MM == AdamWStateMode::kBF16SR;
   static constexpr bool kVarianceSR = VM == AdamWStateMode::kBF16SR;
@@ -329,12 +332,10 @@ struct AdamWArrays {
     a.w += elements;
     a.g += elements;
     // Unused arrays stay nullptr (arithmetic on nullptr is undefined).
-    if constexpr (WM == AdamWWeightMode::kMasterF32 || WM == AdamWWeightMode::kRem16) {
-      a.master += elements;
-    }
+    if constexpr (kHasMaster) a.master += elements;
     a.m += elements;
     a.v += elements;
-    if constexpr (WM == AdamWWeightMode::kKahan) a.kahan += elements;
+    if constexpr (kHasKahan) a.kahan += elements;
     return a;
   }
 };

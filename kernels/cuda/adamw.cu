@@ -90,10 +90,6 @@ __device__ Partial sum_over_block(const Partial& mine) {
 // stored.
 template <typename A>
 struct AdamWChunk {
-  static constexpr AdamWWeightMode kWM = A::kWeightMode;
-  static constexpr bool kMaster =
-      kWM == AdamWWeightMode::kMasterF32 || kWM == AdamWWeightMode::kRem16;
-  static constexpr bool kKahan = kWM == AdamWWeightMode::kKahan;
   typename A::W w[kChunk];
   typename A::Grad g[kChunk];
   typename A::Master master[kChunk];
@@ -102,20 +98,20 @@ struct AdamWChunk {
   bf16 kahan[kChunk];
 
   __device__ __forceinline__ void load(const A& a, size_t i0) {
-    if constexpr (kWM != AdamWWeightMode::kMasterF32) load8_raw(a.w + i0, w);
+    if constexpr (A::kWeightMode != AdamWWeightMode::kMasterF32) load8_raw(a.w + i0, w);
     load8_raw(a.g + i0, g);
-    if constexpr (kMaster) load8_raw(a.master + i0, master);
+    if constexpr (A::kHasMaster) load8_raw(a.master + i0, master);
     load8_raw(a.m + i0, m);
     load8_raw(a.v + i0, v);
-    if constexpr (kKahan) load8_raw(a.kahan + i0, kahan);
+    if constexpr (A::kHasKahan) load8_raw(a.kahan + i0, kahan);
   }
   __device__ __forceinline__ A arrays() { return A{w, g, master, m, v, kahan}; }
   __device__ __forceinline__ void store(const A& a, size_t i0) const {
     store8_raw(a.w + i0, w);
-    if constexpr (kMaster) store8_raw(a.master + i0, master);
+    if constexpr (A::kHasMaster) store8_raw(a.master + i0, master);
     store8_raw(a.m + i0, m);
     store8_raw(a.v + i0, v);
-    if constexpr (kKahan) store8_raw(a.kahan + i0, kahan);
+    if constexpr (A::kHasKahan) store8_raw(a.kahan + i0, kahan);
   }
 };
 
@@ -175,8 +171,9 @@ __global__ void __launch_bounds__(kThreads)
         lo = mid + 1;
       }
     }
-    const auto step_element = [&](const A& arrays, size_t i, uint64_t gi, int k) {
-      while (runs[r].end <= gi) ++r;
+    // Element k of the group, at index i of arrays.
+    const auto step_element = [&](const A& arrays, size_t i, int k) {
+      while (runs[r].end <= g0 + uint64_t(k)) ++r;
       const uint32_t rw = A::kWeightSR ? sr_lane(bw, unsigned(k)) : 0u;
       const uint32_t rm = A::kMomentSR ? sr_lane(bm, unsigned(k)) : 0u;
       const uint32_t rv = A::kVarianceSR ? sr_lane(bv, unsigned(k)) : 0u;
@@ -196,12 +193,12 @@ __global__ void __launch_bounds__(kThreads)
       c.load(a, i0);
       const A local = c.arrays();
 #pragma unroll
-      for (int k = 0; k < kChunk; ++k) step_element(local, size_t(k), g0 + uint64_t(k), k);
+      for (int k = 0; k < kChunk; ++k) step_element(local, size_t(k), k);
       c.store(a, i0);
     } else {
       for (int k = 0; k < kChunk; ++k) {
         const uint64_t gi = g0 + uint64_t(k);
-        if (gi >= begin && gi < end) step_element(a, size_t(gi - begin), gi, k);
+        if (gi >= begin && gi < end) step_element(a, size_t(gi - begin), k);
       }
     }
   }

@@ -14,8 +14,11 @@ namespace {
 // with 128-bit accesses (a warp reads 1 KiB of fp32 or 512 B of bf16 per
 // access), else, and for the last partial chunk, element by element. Each
 // element is rounded by the same function either way.
-__global__ void rn_kernel(const float* __restrict__ in, bf16* __restrict__ out, size_t n,
-                          bool vector) {
+// in -> out as load_f32 then store_f32 (elements.cuh): widening is exact,
+// narrowing rounds to nearest even.
+template <typename In, typename Out>
+__global__ void convert_kernel(const In* __restrict__ in, Out* __restrict__ out, size_t n,
+                               bool vector) {
   const size_t chunks = (n + kChunk - 1) / kChunk;
   for (size_t c = grid_thread_index(); c < chunks; c += grid_thread_count()) {
     const size_t i0 = c * kChunk;
@@ -24,24 +27,17 @@ __global__ void rn_kernel(const float* __restrict__ in, bf16* __restrict__ out, 
       load8_aligned(in + i0, x);
       store8_aligned(out + i0, x);
     } else {
-      for (size_t i = i0; i < n && i < i0 + kChunk; ++i) out[i] = float_to_bf16_rn(in[i]);
+      for (size_t i = i0; i < n && i < i0 + kChunk; ++i) store_f32(out + i, load_f32(in + i));
     }
   }
 }
 
-__global__ void widen_kernel(const bf16* __restrict__ in, float* __restrict__ out, size_t n,
-                             bool vector) {
-  const size_t chunks = (n + kChunk - 1) / kChunk;
-  for (size_t c = grid_thread_index(); c < chunks; c += grid_thread_count()) {
-    const size_t i0 = c * kChunk;
-    if (vector && i0 + kChunk <= n) {
-      float x[kChunk];
-      load8_aligned(in + i0, x);
-      store8_aligned(out + i0, x);
-    } else {
-      for (size_t i = i0; i < n && i < i0 + kChunk; ++i) out[i] = bf16_to_float(in[i]);
-    }
-  }
+// One launch of convert_kernel over n elements.
+template <typename In, typename Out>
+void convert(const In* in, Out* out, size_t n, Stream stream, const char* name) {
+  if (n == 0) return;
+  launch(convert_kernel<In, Out>, grid_stride_blocks((n + kChunk - 1) / kChunk), kGridStrideThreads,
+         0, stream, name, in, out, n, aligned16(in) && aligned16(out));
 }
 
 // A thread takes one Philox group (8 elements at a group boundary of the
@@ -79,15 +75,11 @@ __global__ void sr_kernel(const float* __restrict__ in, bf16* __restrict__ out, 
 }  // namespace
 
 void cast_f32_to_bf16_rn(const float* in, bf16* out, size_t n, Stream stream) {
-  if (n == 0) return;
-  launch(rn_kernel, grid_stride_blocks((n + kChunk - 1) / kChunk), kGridStrideThreads, 0, stream,
-         "cast_f32_to_bf16_rn", in, out, n, aligned16(in) && aligned16(out));
+  convert(in, out, n, stream, "cast_f32_to_bf16_rn");
 }
 
 void cast_bf16_to_f32(const bf16* in, float* out, size_t n, Stream stream) {
-  if (n == 0) return;
-  launch(widen_kernel, grid_stride_blocks((n + kChunk - 1) / kChunk), kGridStrideThreads, 0, stream,
-         "cast_bf16_to_f32", in, out, n, aligned16(in) && aligned16(out));
+  convert(in, out, n, stream, "cast_bf16_to_f32");
 }
 
 void cast_f32_to_bf16_sr(const float* in, bf16* out, size_t n, uint64_t seed, RngPurpose purpose,
