@@ -6,7 +6,7 @@ CMAKE_FLAGS ?=
 # libpcre2-dev: the Unicode regex engine of the GPT-2 pre-tokenizer (lib/data/pretokenize.cpp).
 DEB_PACKAGES := cmake g++ make pkg-config libgtest-dev libgmock-dev libbenchmark-dev \
   libcli11-dev nlohmann-json3-dev libopenblas-dev libopenmpi-dev openmpi-bin clang-format \
-  libtbb-dev libpcre2-dev clang libclang-rt-dev python3-venv mold
+  libtbb-dev libpcre2-dev clang libclang-rt-dev libomp-dev python3-venv mold
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # The CPU emulation of the CUDA code (docs/cuda-emulation.md): its own build
@@ -21,8 +21,8 @@ HIP_CPU_DIR ?=
 FUZZ_BUILD_DIR ?= build-fuzz
 FUZZ_SECONDS ?= 60
 
-# AddressSanitizer + UndefinedBehaviorSanitizer (gcc, -O1 -g1: line tables only; OpenMP, OpenBLAS and
-# MPI as in the release build), CPU only, in a build folder of its own: the cpu
+# AddressSanitizer + UndefinedBehaviorSanitizer (clang, -O1 -gline-tables-only; OpenMP (libomp),
+# OpenBLAS and MPI as in the release build), CPU only, in a build folder of its own: the cpu
 # and mpi tests, stopping at the first report (docs/reliability.md). Leaks in
 # MPI's own libraries are suppressed (tests/sanitizers/lsan.supp says why); their
 # stacks need full unwinding, so the mpi tests run with fast_unwind_on_malloc=0.
@@ -99,8 +99,9 @@ ASAN_LINKER = $(shell command -v mold >/dev/null 2>&1 && echo -fuse-ld=mold)
 
 test-asan: deps
 	cmake -S . -B $(ASAN_BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSRKIT_CUDA=OFF \
-	  -DSRKIT_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
-	  -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer" \
+	  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+	  -DSRKIT_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
+	  -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -Wno-pass-failed" \
 	  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined $(ASAN_LINKER)"
 	$(SANITIZER_ENV) ASAN_OPTIONS=$(ASAN_BASE) cmake --build $(ASAN_BUILD_DIR) -j $(JOBS)
 	cd $(ASAN_BUILD_DIR) && $(SANITIZER_ENV) ASAN_OPTIONS=$(ASAN_BASE) \

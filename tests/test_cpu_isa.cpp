@@ -55,7 +55,7 @@ TEST(CpuIsa, ScopedOverrideRestoresThePreviousChoice) {
       const ScopedCpuIsa inner(CpuIsa::kAvx512);
       EXPECT_EQ(cpu_isa(), CpuIsa::kAvx512);
     } else {
-      EXPECT_THROW(ScopedCpuIsa(CpuIsa::kAvx512), std::invalid_argument);
+      EXPECT_THROW(ScopedCpuIsa{CpuIsa::kAvx512}, std::invalid_argument);
     }
     EXPECT_EQ(cpu_isa(), CpuIsa::kAvx2);
   }
