@@ -14,11 +14,16 @@
 // warp past the last row runs them on no data and stores nothing).
 //
 // Parameter gradients (dweight, dbias): deterministic without atomics. The N
-// rows are cut into at most kLayernormChunks fixed chunks of consecutive rows; a
-// first kernel sums each chunk's rows in order, one thread per column (a warp
-// reads 32 consecutive columns of a row: coalesced), into the caller's
-// scratch; a second kernel adds the chunk sums of each column in chunk order
-// and rounds once into the stored gradient, RN(base + sum), as the CPU does.
+// rows are cut into at most kLayernormChunks fixed chunks of consecutive rows
+// (kernels/cuda/scratch_sizes.h), each chunk's sums go to the caller's
+// scratch, and a last kernel adds the chunk sums of each column in a fixed
+// order (8 segments of consecutive chunks, then the segments) and rounds once
+// into the stored gradient, RN(base + sum), as the CPU does.
+// Where C <= 1024 the chunk sums come from the dinp kernel itself (fused: one
+// block a chunk, each lane summing its columns over its warp's rows in
+// registers, the warps added in order), so the rows are read once; wider rows
+// read them again in a partials kernel, one thread per column (a warp reads 32
+// consecutive columns of a row: coalesced), rows in order.
 #include <algorithm>
 #include <cmath>
 
@@ -36,9 +41,7 @@ constexpr int kRowWarps = 8;
 constexpr int kRowThreads = kRowWarps * kWarpSize;
 constexpr size_t kMaxRowBlocks = 8192;
 
-// Parameter gradients: at most this many row chunks (enough blocks, with the
-// column tiles, to fill 132 SMs; few enough that the scratch stays small:
-// 128 * 2C floats, 768 KiB at C = 768).
+// The unfused parameter partials: one thread per column.
 constexpr int kParamThreads = 128;
 
 unsigned row_blocks(int N) {
@@ -132,57 +135,148 @@ __global__ void __launch_bounds__(kRowThreads)
 }
 
 // ---- backward ----------------------------------------------------------------------
+// A lane's chunks of a row, ch = lane + 32 j: with kLaneChunks > 0 the loop is
+// unrolled over j < kLaneChunks (j a constant, so per-chunk sums stay in
+// registers), else a plain loop (j unused). f(ch, j).
+template <int kLaneChunks, typename F>
+__device__ __forceinline__ void for_lane_chunks(int lane, int chunks, F&& f) {
+  if constexpr (kLaneChunks > 0) {
+    for (int j = 0; j < kLaneChunks; ++j) {  // a constant trip count <= 4: unrolled fully
+      const int ch = lane + kWarpSize * j;
+      if (ch < chunks) f(ch, j);
+    }
+  } else {
+    for (int ch = lane; ch < chunks; ch += kWarpSize) f(ch, 0);
+  }
+}
+
+// A lane's running sums of the parameter gradients over the rows its warp
+// took, for the columns of its kLaneChunks chunks: norm * dout (dweight) and
+// dout (dbias), rows in order. kLaneChunks 0: none kept (the unfused path).
+template <int kLaneChunks>
+struct LaneParamSums {
+  float dw[kLaneChunks][kChunk] = {};
+  float db[kLaneChunks][kChunk] = {};
+  __device__ __forceinline__ void add(int j, int k, float norm, float dout) {
+    dw[j][k] += norm * dout;
+    db[j][k] += dout;
+  }
+};
+template <>
+struct LaneParamSums<0> {
+  __device__ __forceinline__ void add(int, int, float, float) {}
+};
+
 // dinp of one row: with norm = (x - mean) * rstd and dnorm = weight * dout,
 // dx = ((dnorm - mean(dnorm)) - norm * mean(dnorm * norm)) * rstd, stored as
-// RN(base + dx) (the CPU's expressions).
+// RN(base + dx) (the CPU's expressions); the row's terms of the parameter
+// gradients go to `sums`. chunks 0: a warp without a row (it still runs the
+// shuffles and touches nothing).
+template <typename T, bool kVec, bool kAccumulate, int kLaneChunks>
+__device__ __forceinline__ void layernorm_dinp_row(T* dx, const T* g, const T* x, const T* weight,
+                                                   float m, float s, int C, int chunks,
+                                                   LaneParamSums<kLaneChunks>& sums) {
+  const int lane = lane_id();
+  float dnorm_sum = 0.0f, dnorm_norm_sum = 0.0f;
+  for_lane_chunks<kLaneChunks>(lane, chunks, [&](int ch, int j) {
+    const int c0 = ch * kChunk;
+    const int n = chunk_len(size_t(C), size_t(c0));
+    float xv[kChunk], gv[kChunk], wv[kChunk];
+    load_chunk<kVec>(x + c0, n, xv);
+    load_chunk<kVec>(g + c0, n, gv);
+    load_chunk<kVec>(weight + c0, n, wv);
+    for (int k = 0; k < kChunk; ++k) {  // k < n, with k a constant once unrolled
+      if (k < n) {
+        const float norm = layernorm_norm(xv[k], m, s);
+        const float dnorm = layernorm_dnorm(wv[k], gv[k]);
+        dnorm_sum += dnorm;
+        dnorm_norm_sum += dnorm * norm;
+        sums.add(j, k, norm, gv[k]);
+      }
+    }
+  });
+  const float dnorm_mean = warp_sum(dnorm_sum) / float(C);
+  const float dnorm_norm_mean = warp_sum(dnorm_norm_sum) / float(C);
+  for_lane_chunks<kLaneChunks>(lane, chunks, [&](int ch, int) {
+    const int c0 = ch * kChunk;
+    const int n = chunk_len(size_t(C), size_t(c0));
+    float xv[kChunk], gv[kChunk], wv[kChunk], old[kChunk] = {};
+    load_chunk<kVec>(x + c0, n, xv);
+    load_chunk<kVec>(g + c0, n, gv);
+    load_chunk<kVec>(weight + c0, n, wv);
+    if (kAccumulate) load_chunk<kVec>(dx + c0, n, old);
+    for (int k = 0; k < kChunk; ++k) {
+      const float norm = layernorm_norm(xv[k], m, s);
+      const float dnorm = layernorm_dnorm(wv[k], gv[k]);
+      const float d = layernorm_dx(dnorm, dnorm_mean, norm, dnorm_norm_mean, s);
+      old[k] = (kAccumulate ? old[k] : 0.0f) + d;
+    }
+    store_chunk<kVec>(dx + c0, n, old);
+  });
+}
+
+// The unfused path (C > 1024, more lane chunks than kFusedMaxLaneChunks): dinp
+// only, rows in groups of 8; the partials kernel below reads the rows again.
 template <typename T, bool kVec, bool kAccumulate>
 __global__ void __launch_bounds__(kRowThreads)
     layernorm_backward_dinp_kernel(T* dinp, const T* dout, const T* inp, const T* weight,
                                    const float* mean, const float* rstd, int N, int C) {
-  const int lane = lane_id();
+  LaneParamSums<0> none;
   for (size_t base = size_t(blockIdx.x) * kRowWarps; base < size_t(N);
        base += size_t(gridDim.x) * kRowWarps) {
     const size_t row = base + size_t(warp_id());
     const bool valid = row < size_t(N);
     const size_t off = valid ? row * size_t(C) : 0;
     const int chunks = valid ? (C + kChunk - 1) / kChunk : 0;
-    const float m = valid ? mean[row] : 0.0f, s = valid ? rstd[row] : 0.0f;
-    const T* x = inp + off;
-    const T* g = dout + off;
-    float xv[kChunk], gv[kChunk], wv[kChunk];
-    float dnorm_sum = 0.0f, dnorm_norm_sum = 0.0f;
-    for (int ch = lane; ch < chunks; ch += kWarpSize) {
-      const int c0 = ch * kChunk;
-      const int n = chunk_len(size_t(C), size_t(c0));
-      load_chunk<kVec>(x + c0, n, xv);
-      load_chunk<kVec>(g + c0, n, gv);
-      load_chunk<kVec>(weight + c0, n, wv);
-      for (int k = 0; k < n; ++k) {
-        const float norm = layernorm_norm(xv[k], m, s);
-        const float dnorm = layernorm_dnorm(wv[k], gv[k]);
-        dnorm_sum += dnorm;
-        dnorm_norm_sum += dnorm * norm;
-      }
+    layernorm_dinp_row<T, kVec, kAccumulate, 0>(dinp + off, dout + off, inp + off, weight,
+                                                valid ? mean[row] : 0.0f, valid ? rstd[row] : 0.0f,
+                                                C, chunks, none);
+  }
+}
+
+// The fused path: dinp and the parameter partials from one read of the rows.
+// Block b takes row chunk b of layernorm_partition (the grid is its chunk
+// count), warp w its rows r0 + w, r0 + w + 8, ...; each lane keeps its
+// columns' sums in registers, then the warps add them into shared memory
+// (2C floats) in warp order, and the last writes partial[b]:
+// partial[b][c] = ((s_0 + s_1) + ...) + s_7 of the warps' dweight sums,
+// partial[b][C + c] likewise of dbias.
+template <typename T, bool kVec, bool kAccumulate, int kLaneChunks>
+__global__ void __launch_bounds__(kRowThreads)
+    layernorm_backward_fused_kernel(T* dinp, float* partial, const T* dout, const T* inp,
+                                    const T* weight, const float* mean, const float* rstd, int N,
+                                    int C, int rows_per_chunk) {
+  SRKIT_DYNAMIC_SHARED(float, block_sums);
+  const int chunks = (C + kChunk - 1) / kChunk;
+  const int r0 = int(blockIdx.x) * rows_per_chunk;
+  const int r1 = N - r0 < rows_per_chunk ? N : r0 + rows_per_chunk;
+  LaneParamSums<kLaneChunks> sums;
+  // Every warp runs every group's shuffles (warp.cuh); one past the chunk's
+  // last row runs them on no data.
+  for (int base = r0; base < r1; base += kRowWarps) {
+    const int row = base + warp_id();
+    const bool valid = row < r1;
+    const size_t off = valid ? size_t(row) * size_t(C) : 0;
+    layernorm_dinp_row<T, kVec, kAccumulate, kLaneChunks>(
+        dinp + off, dout + off, inp + off, weight, valid ? mean[row] : 0.0f,
+        valid ? rstd[row] : 0.0f, C, valid ? chunks : 0, sums);
+  }
+  float* out = partial + size_t(blockIdx.x) * 2 * size_t(C);
+  for (int w = 0; w < kRowWarps; ++w) {
+    if (warp_id() == w) {
+      float* dst = w == kRowWarps - 1 ? out : block_sums;
+      for_lane_chunks<kLaneChunks>(lane_id(), chunks, [&](int ch, int j) {
+        const int c0 = ch * kChunk;
+        const int n = chunk_len(size_t(C), size_t(c0));
+        for (int k = 0; k < kChunk; ++k) {
+          if (k >= n) continue;
+          const int c = c0 + k;
+          dst[c] = w == 0 ? sums.dw[j][k] : block_sums[c] + sums.dw[j][k];
+          dst[C + c] = w == 0 ? sums.db[j][k] : block_sums[C + c] + sums.db[j][k];
+        }
+      });
     }
-    const float dnorm_mean = warp_sum(dnorm_sum) / float(C);
-    const float dnorm_norm_mean = warp_sum(dnorm_norm_sum) / float(C);
-    T* dx = dinp + off;
-    for (int ch = lane; ch < chunks; ch += kWarpSize) {
-      const int c0 = ch * kChunk;
-      const int n = chunk_len(size_t(C), size_t(c0));
-      float old[kChunk] = {};
-      load_chunk<kVec>(x + c0, n, xv);
-      load_chunk<kVec>(g + c0, n, gv);
-      load_chunk<kVec>(weight + c0, n, wv);
-      if (kAccumulate) load_chunk<kVec>(dx + c0, n, old);
-      for (int k = 0; k < kChunk; ++k) {
-        const float norm = layernorm_norm(xv[k], m, s);
-        const float dnorm = layernorm_dnorm(wv[k], gv[k]);
-        const float d = layernorm_dx(dnorm, dnorm_mean, norm, dnorm_norm_mean, s);
-        old[k] = (kAccumulate ? old[k] : 0.0f) + d;
-      }
-      store_chunk<kVec>(dx + c0, n, old);
-    }
+    __syncthreads();
   }
 }
 
@@ -209,17 +303,65 @@ __global__ void __launch_bounds__(kParamThreads)
   p[C + c] = db;
 }
 
-// dweight[c] = RN(base + sum over chunks of partial[chunk][c]), chunks in
-// order; dbias from columns C .. 2C - 1 likewise.
+// dweight[c] = RN(base + sum over chunks of partial[chunk][c]); dbias from
+// columns C .. 2C - 1 likewise. A block takes 32 columns; its 8 warps each
+// add one of 8 fixed, consecutive segments of the chunks in chunk order (a
+// warp reads 32 consecutive columns of a chunk: coalesced), then warp 0 adds
+// the 8 segment sums in segment order: a fixed order, and 8 times the threads
+// a column-per-thread sum would have in flight.
+constexpr int kReduceColumns = kWarpSize;
+constexpr int kReduceSegments = 8;
+constexpr int kReduceThreads = kReduceColumns * kReduceSegments;
 template <typename T>
-__global__ void layernorm_param_reduce_kernel(T* dweight, T* dbias, const float* partial,
-                                              int chunks, int C, bool accumulate) {
-  const int j = int(blockIdx.x) * int(blockDim.x) + int(threadIdx.x);
-  if (j >= 2 * C) return;  // no barrier or shuffle in this kernel
+__global__ void __launch_bounds__(kReduceThreads)
+    layernorm_param_reduce_kernel(T* dweight, T* dbias, const float* partial, int chunks, int C,
+                                  bool accumulate) {
+  __shared__ float segment_sums[kReduceSegments][kReduceColumns];
+  const int column = int(threadIdx.x) % kReduceColumns;
+  const int segment = int(threadIdx.x) / kReduceColumns;
+  const int j = int(blockIdx.x) * kReduceColumns + column;
+  const int per = (chunks + kReduceSegments - 1) / kReduceSegments;
+  const int k0 = segment * per;
+  const int k1 = chunks - k0 < per ? chunks : k0 + per;
   float sum = 0.0f;
-  for (int k = 0; k < chunks; ++k) sum += partial[size_t(k) * 2 * size_t(C) + size_t(j)];
+  if (j < 2 * C) {
+    for (int k = k0; k < k1; ++k) sum += partial[size_t(k) * 2 * size_t(C) + size_t(j)];
+  }
+  segment_sums[segment][column] = sum;
+  __syncthreads();
+  if (segment != 0 || j >= 2 * C) return;  // past the barrier: nothing else waits
+  float total = segment_sums[0][column];
+  for (int q = 1; q < kReduceSegments; ++q) total += segment_sums[q][column];
   T* dst = j < C ? dweight + j : dbias + (j - C);
-  store_f32(dst, grad_base(*dst, accumulate) + sum);
+  store_f32(dst, grad_base(*dst, accumulate) + total);
+}
+
+// The fused path keeps 2 * 8 sums a lane chunk in registers: up to 4 lane
+// chunks, C <= 1024 (GPT-2 124M and 350M; wider rows take the unfused path).
+constexpr int kFusedMaxLaneChunks = 4;
+
+template <typename T, bool kVec, bool kAccumulate>
+auto fused_kernel_for(int lane_chunks) {
+  switch (lane_chunks) {
+    case 1:
+      return layernorm_backward_fused_kernel<T, kVec, kAccumulate, 1>;
+    case 2:
+      return layernorm_backward_fused_kernel<T, kVec, kAccumulate, 2>;
+    case 3:
+      return layernorm_backward_fused_kernel<T, kVec, kAccumulate, 3>;
+    default:
+      return layernorm_backward_fused_kernel<T, kVec, kAccumulate, 4>;
+  }
+}
+
+template <typename T>
+auto fused_kernel(bool vec, bool accumulate, int lane_chunks) {
+  if (vec) {
+    return accumulate ? fused_kernel_for<T, true, true>(lane_chunks)
+                      : fused_kernel_for<T, true, false>(lane_chunks);
+  }
+  return accumulate ? fused_kernel_for<T, false, true>(lane_chunks)
+                    : fused_kernel_for<T, false, false>(lane_chunks);
 }
 
 }  // namespace
@@ -282,12 +424,20 @@ void layernorm_backward(DType dt, DType grad_dt, void* dinp, GradWrite dinp_mode
   const bool acc_dinp = dinp_mode == GradWrite::kAccumulate;
   const LayernormPartition part = layernorm_partition(N);
   auto* partial = static_cast<float*>(scratch);
+  const int lane_chunks = ((C + kChunk - 1) / kChunk + kWarpSize - 1) / kWarpSize;
   with_dtype(dt, [&](auto tag) {
     using S = decltype(tag);
     auto* dx = static_cast<S*>(dinp);
     const auto* g = static_cast<const S*>(dout);
     const auto* x = static_cast<const S*>(inp);
     const auto* w = static_cast<const S*>(weight);
+    if (lane_chunks <= kFusedMaxLaneChunks) {
+      const size_t shared = 2 * size_t(C) * sizeof(float);
+      launch(fused_kernel<S>(vec, acc_dinp, lane_chunks), unsigned(part.chunks), kRowThreads,
+             shared, stream, "layernorm_backward (fused)", dx, partial, g, x, w, mean, rstd, N, C,
+             part.rows_per_chunk);
+      return;
+    }
     auto dinp_kernel = vec ? (acc_dinp ? layernorm_backward_dinp_kernel<S, true, true>
                                        : layernorm_backward_dinp_kernel<S, true, false>)
                            : (acc_dinp ? layernorm_backward_dinp_kernel<S, false, true>
@@ -301,10 +451,10 @@ void layernorm_backward(DType dt, DType grad_dt, void* dinp, GradWrite dinp_mode
   });
   with_dtype(grad_dt, [&](auto tag) {
     using G = decltype(tag);
-    const int threads = 256;
-    launch(layernorm_param_reduce_kernel<G>, unsigned((2 * C + threads - 1) / threads), threads, 0,
-           stream, "layernorm_backward (parameter sums)", static_cast<G*>(dweight),
-           static_cast<G*>(dbias), partial, part.chunks, C, param_mode == GradWrite::kAccumulate);
+    launch(layernorm_param_reduce_kernel<G>,
+           unsigned((2 * C + kReduceColumns - 1) / kReduceColumns), kReduceThreads, 0, stream,
+           "layernorm_backward (parameter sums)", static_cast<G*>(dweight), static_cast<G*>(dbias),
+           partial, part.chunks, C, param_mode == GradWrite::kAccumulate);
   });
 }
 

@@ -15,6 +15,20 @@
 // bit for bit. The row is read once for the maximum, once for the sum, and
 // (backward) once more for the gradient: the rereads come from L2.
 //
+// Staged backward and classifier: the gradient needs exp_poly(l - max) of
+// every column, which the sum has already computed, and at GPT-2's shapes
+// that arithmetic, not memory, bounds the kernel (two exp_poly a column, ~60
+// instructions; fp32 and bf16 took the same time on an H200, BENCHMARKS.md).
+// So when the row's Vp floats fit a block's shared memory (201 KiB at Vp =
+// 50304: sm_90 opts into 227 KiB; sm_80's 163 KiB does not fit and keeps the
+// path above) and the row is vectorizable, each thread copies its chunks into
+// shared memory as it takes the maximum, overwrites them with their exp terms
+// as it sums, and multiplies the terms in the gradient pass: one read of the
+// row from global memory and one exp_poly a column. The chunks, the threads
+// and the order of every operation are those of row_stats and row_gradient
+// (and builds never contract a * b + c: --fmad=false), so the bits are the
+// same on either path.
+//
 // Targets: < 0 ignores the row; >= V is the caller's error (the CPU throws),
 // treated here as ignored so that no read leaves the row.
 #include <algorithm>
@@ -163,6 +177,114 @@ __global__ void __launch_bounds__(kMaxThreads)
   }
 }
 
+// ---- staged rows (header) ---------------------------------------------------------
+// Shared memory holds a row as two planes of 16-byte quarters: elements
+// [4h, 4h + 4) of chunk ch at quarter h * chunks + ch, so that the lanes of a
+// warp touch consecutive 16 bytes (no bank conflicts). A thread reads and
+// writes only the quarters of its own chunks, so the stage itself needs no
+// barrier (the block reductions have theirs), not even between rows.
+struct alignas(16) Quarter {
+  float v[4];
+};
+
+__device__ __forceinline__ void stage_chunk(Quarter* stage, int chunks, int ch,
+                                            const float (&x)[kChunk]) {
+  for (int h = 0; h < 2; ++h) {
+    Quarter q;
+    for (int k = 0; k < 4; ++k) q.v[k] = x[4 * h + k];
+    stage[h * chunks + ch] = q;
+  }
+}
+
+__device__ __forceinline__ void unstage_chunk(const Quarter* stage, int chunks, int ch,
+                                              float (&x)[kChunk]) {
+  for (int h = 0; h < 2; ++h) {
+    const Quarter q = stage[h * chunks + ch];
+    for (int k = 0; k < 4; ++k) x[4 * h + k] = q.v[k];
+  }
+}
+
+size_t staged_row_bytes(int Vp) { return size_t(Vp) * sizeof(float); }
+
+// row_stats for a vectorizable row, leaving each of the thread's chunks in
+// `stage`: its exp terms softmax_term(l - max) on columns below V (the rest as
+// read, never used).
+template <typename T>
+__device__ RowStats staged_row_stats(Quarter* stage, const T* l, int V, int Vp) {
+  const int chunks = (V + kChunk - 1) / kChunk;
+  const int padded_chunks = Vp / kChunk;
+  float x[kChunk];
+  float mx = -INFINITY;
+  for (int ch = int(threadIdx.x); ch < padded_chunks; ch += int(blockDim.x)) {
+    load8_aligned(l + ch * kChunk, x);
+    stage_chunk(stage, padded_chunks, ch, x);
+    if (ch >= chunks) continue;
+    const int n = chunk_len(size_t(V), size_t(ch) * kChunk);
+    for (int k = 0; k < n; ++k) mx = mx < x[k] ? x[k] : mx;
+  }
+  mx = block_max(mx, -INFINITY);
+  float sum = 0.0f;
+  for (int ch = int(threadIdx.x); ch < chunks; ch += int(blockDim.x)) {
+    const int n = chunk_len(size_t(V), size_t(ch) * kChunk);
+    unstage_chunk(stage, padded_chunks, ch, x);
+    for (int k = 0; k < n; ++k) {
+      x[k] = softmax_term(x[k], mx);
+      sum += x[k];
+    }
+    stage_chunk(stage, padded_chunks, ch, x);
+  }
+  sum = block_sum(sum);
+  return {mx, sum};
+}
+
+// row_gradient from the staged terms: softmax_prob(l, max, inv) is
+// softmax_term(l, max) * inv.
+template <typename T>
+__device__ void staged_row_gradient(T* d, const Quarter* stage, const RowStats& st, int target,
+                                    float l_target, float dloss, int V, int Vp) {
+  const float inv = 1.0f / st.sum;
+  const int padded_chunks = Vp / kChunk;
+  for (int ch = int(threadIdx.x); ch < padded_chunks; ch += int(blockDim.x)) {
+    const int c0 = ch * kChunk;
+    float x[kChunk];
+    unstage_chunk(stage, padded_chunks, ch, x);
+    for (int k = 0; k < kChunk; ++k) {
+      const int v = c0 + k;
+      if (v >= V) {
+        x[k] = 0.0f;
+      } else if (v == target) {
+        x[k] = (softmax_prob(l_target, st.max, inv) - 1.0f) * dloss;
+      } else {
+        x[k] = (x[k] * inv) * dloss;
+      }
+    }
+    store8_aligned(d + c0, x);
+  }
+}
+
+// crossentropy_backward_kernel on the staged path: dynamic shared memory of
+// staged_row_bytes(Vp); Vp a multiple of 8, rows 16-byte aligned.
+template <typename T, bool kLoss>
+__global__ void __launch_bounds__(kMaxThreads)
+    crossentropy_backward_staged_kernel(T* dlogits, float* losses, const T* logits,
+                                        const int32_t* targets, float dloss, int N, int V, int Vp) {
+  SRKIT_DYNAMIC_SHARED(Quarter, stage);
+  for (int row = int(blockIdx.x); row < N; row += int(gridDim.x)) {
+    const int target = targets[row];
+    T* d = dlogits + size_t(row) * size_t(Vp);
+    if (target < 0 || target >= V) {
+      if (kLoss && threadIdx.x == 0) losses[row] = 0.0f;
+      row_zero<T, true>(d, Vp);
+      continue;
+    }
+    const T* l = logits + size_t(row) * size_t(Vp);
+    const float l_target = load_f32(l + target);  // before any barrier: d may alias l
+    const RowStats st = staged_row_stats<T>(stage, l, V, Vp);
+    if (kLoss && threadIdx.x == 0) losses[row] = row_loss(st, l_target);
+    staged_row_gradient<T>(d, stage, st, target, l_target, dloss, V, Vp);
+  }
+}
+
 // One block: thread t adds rows t, t + threads, ... in fp64, block_sum adds
 // the threads in a fixed order.
 constexpr int kMeanThreads = 256;
@@ -193,8 +315,18 @@ void backward_like(const char* name, DType dt, void* dlogits, float* losses, con
                    const int32_t* targets, float dloss, int N, int V, int Vp, Stream stream) {
   check_ce_shape(name, N, V, Vp);
   const bool vec = rows_vectorizable(Vp, logits, dlogits);
+  const size_t stage_bytes = staged_row_bytes(Vp);
+  const bool staged = vec && crossentropy_stages_rows(Vp);
   with_dtype(dt, [&](auto tag) {
     using S = decltype(tag);
+    if (staged) {
+      auto kernel = crossentropy_backward_staged_kernel<S, kLoss>;
+      if (stage_bytes > kDefaultSharedBytes) opt_in_shared(kernel, stage_bytes, name);
+      launch(kernel, row_blocks(N), row_threads(V), stage_bytes, stream, name,
+             static_cast<S*>(dlogits), losses, static_cast<const S*>(logits), targets, dloss, N, V,
+             Vp);
+      return;
+    }
     auto kernel = vec ? crossentropy_backward_kernel<S, true, kLoss>
                       : crossentropy_backward_kernel<S, false, kLoss>;
     launch(kernel, row_blocks(N), row_threads(V), 0, stream, name, static_cast<S*>(dlogits), losses,
@@ -203,6 +335,14 @@ void backward_like(const char* name, DType dt, void* dlogits, float* losses, con
 }
 
 }  // namespace
+
+bool crossentropy_stages_rows(int Vp) {
+  // The limit counts static shared memory too: block_max and block_sum take
+  // 256 bytes on sm_90; 1 KiB leaves them room.
+  constexpr size_t kStaticSharedBytes = 1024;
+  return Vp > 0 && Vp % kChunk == 0 &&
+         staged_row_bytes(Vp) + kStaticSharedBytes <= opt_in_shared_limit();
+}
 
 void crossentropy_forward(DType dt, float* losses, const void* logits, const int32_t* targets,
                           int N, int V, int Vp, Stream stream) {

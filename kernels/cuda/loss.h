@@ -23,6 +23,12 @@ void crossentropy_backward(DType dt, void* dlogits, const void* logits, const in
 void classifier(DType dt, void* logits, float* losses, const int32_t* targets, float dloss, int N,
                 int V, int Vp, Stream stream);
 
+// Whether crossentropy_backward and classifier keep rows of Vp columns in
+// shared memory on the current device (one exp_poly a column instead of two,
+// kernels/cuda/loss.cu): Vp a multiple of 8 and Vp floats within the block's
+// opt-in limit. Rows must also be 16-byte aligned for it.
+bool crossentropy_stages_rows(int Vp);
+
 // *out = (sum of losses[i] over rows whose target is >= 0) / count in fp64, in
 // a fixed order (0 when count is 0).
 void mean_loss(const float* losses, const int32_t* targets, int N, int count, double* out,

@@ -202,7 +202,7 @@ constexpr LnShape kLnShapes[] = {{13, 20}, {7, 36}};
 
 inline Tolerance layernorm_vs_cpu(DType dt) {
   return dt == DType::kF32 ? abs_rel(kLayernormF32Abs, kLayernormF32Rel)
-                           : bf16_ulps(kLayernormBf16Ulps);
+                           : bf16_ulps(kLayernormBf16Ulps, kLayernormF32Abs);
 }
 
 struct LnForward {

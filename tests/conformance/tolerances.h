@@ -20,13 +20,20 @@ constexpr double kReductionRel = 1e-12;
 //   fp32: |dev - cpu| <= kLayernormF32Abs + kLayernormF32Rel * |cpu| (values O(1))
 //   bf16: 2 bf16 ulps (a few fp32 ulps before the final rounding can move a
 //         value across one rounding boundary; 2 leaves room for the backward's
-//         dinp, where mean(dnorm) cancels)
+//         dinp, where mean(dnorm) cancels) plus the fp32 form's
+//         kLayernormF32Abs: a dinp that cancels to near zero keeps the fp32
+//         computation's absolute error, which no rounding removes
 //   mean, rstd (fp32 in both dtypes): kLayernormStatsRel relative (mean: plus
 //         kLayernormStatsRel absolute, it may be 0).
+//   dweight, dbias (column sums over all N rows, long when N is): as above,
+//         plus kLayernormParamRel of the column's magnitude sum over rows,
+//         sum |norm * dout| and sum |dout| (a few fp32 ulps of it, as for the
+//         matmul).
 constexpr double kLayernormF32Abs = 1e-5;
 constexpr double kLayernormF32Rel = 1e-5;
 constexpr double kLayernormBf16Ulps = 2.0;
 constexpr double kLayernormStatsRel = 1e-6;
+constexpr double kLayernormParamRel = 1e-6;
 
 // Matmul: fp32 accumulation in another blocking order (cuBLASLt, split-k) is
 // off by a few fp32 ulps of the magnitude sum sum |a_k b_k| (+ |bias|, + |old|

@@ -38,7 +38,9 @@ __global__ void warp_ops(const float* x, float* out) {
   o[5] = cuda::block_max(v, -INFINITY);
 }
 
-// Reverses each block's inputs through dynamic shared memory.
+// Reverses each block's inputs through dynamic shared memory. Each kTag is a
+// kernel of its own, for the opt-in a kernel keeps once given.
+template <int kTag = 0>
 __global__ void reverse_in_block(const float* x, float* y) {
   SRKIT_DYNAMIC_SHARED(float, buf);
   const unsigned t = threadIdx.x, n = blockDim.x;
@@ -109,7 +111,7 @@ TEST_F(CudaHelpersGpu, DynamicSharedMemory) {
   const std::vector<float> x = inputs(n);
   Buffer dx(n), dy(n);
   cuda::copy_to_device(dx.p, x.data(), n * 4);
-  cuda::launch(reverse_in_block, blocks, threads, threads * sizeof(float), nullptr,
+  cuda::launch(reverse_in_block<>, blocks, threads, threads * sizeof(float), nullptr,
                "reverse_in_block", dx.p, dy.p);
   std::vector<float> y(n);
   cuda::copy_to_host(y.data(), dy.p, n * 4);
@@ -117,6 +119,32 @@ TEST_F(CudaHelpersGpu, DynamicSharedMemory) {
     const size_t b = i / threads, t = i % threads;
     ASSERT_EQ(y[i], x[b * threads + (threads - 1 - t)]) << i;
   }
+}
+
+// More than the default 48 KiB needs the kernel's opt-in, as on a GPU, and
+// then works up to the device's limit.
+TEST_F(CudaHelpersGpu, SharedMemoryPastTheDefaultNeedsTheKernelsOptIn) {
+  const int threads = 256;
+  const size_t big = 64 * 1024;
+  ASSERT_GE(cuda::opt_in_shared_limit(), big) << "sm_80 and later opt into at least 163 KiB";
+  const std::vector<float> x = inputs(threads);
+  Buffer dx(threads), dy(threads);
+  cuda::copy_to_device(dx.p, x.data(), threads * 4);
+  auto* kernel = reverse_in_block<1>;
+  try {
+    cuda::launch(kernel, 1, threads, big, nullptr, "reverse_in_block<1>", dx.p, dy.p);
+    cuda::synchronize();
+    FAIL() << "64 KiB of dynamic shared memory was accepted without the kernel's opt-in";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("reverse_in_block<1>"), std::string::npos) << e.what();
+  }
+  cuda::opt_in_shared(kernel, big, "reverse_in_block<1>");
+  cuda::launch(kernel, 1, threads, big, nullptr, "reverse_in_block<1>", dx.p, dy.p);
+  std::vector<float> y(threads);
+  cuda::copy_to_host(y.data(), dy.p, threads * 4);
+  for (int t = 0; t < threads; ++t) ASSERT_EQ(y[size_t(t)], x[size_t(threads - 1 - t)]) << t;
+  EXPECT_THROW(cuda::opt_in_shared(kernel, cuda::opt_in_shared_limit() + 1, "reverse_in_block<1>"),
+               std::runtime_error);
 }
 
 // CUDA finishes the work queued on a stream that is destroyed before it ran.
@@ -127,7 +155,7 @@ TEST_F(CudaHelpersGpu, WorkQueuedOnADestroyedStreamStillRuns) {
   cuda::copy_to_device(dx.p, x.data(), threads * 4);
   cuda::copy_to_device(dy.p, poison.data(), threads * 4);
   const cuda::Stream stream = cuda::stream_create();
-  cuda::launch(reverse_in_block, 1, threads, threads * sizeof(float), stream, "reverse_in_block",
+  cuda::launch(reverse_in_block<>, 1, threads, threads * sizeof(float), stream, "reverse_in_block",
                dx.p, dy.p);
   cuda::stream_destroy(stream);
   cuda::synchronize();
@@ -152,8 +180,8 @@ TEST_F(CudaHelpersGpu, DeviceMemoryIs256ByteAligned) {
 TEST_F(CudaHelpersGpu, RefusedLaunchThrowsNamingTheKernel) {
   Buffer x(2048), y(2048);
   try {
-    cuda::launch(reverse_in_block, 1, 2048, 2048 * sizeof(float), nullptr, "reverse_in_block", x.p,
-                 y.p);
+    cuda::launch(reverse_in_block<>, 1, 2048, 2048 * sizeof(float), nullptr, "reverse_in_block",
+                 x.p, y.p);
     cuda::synchronize();
     FAIL() << "a 2048-thread block was accepted";
   } catch (const std::runtime_error& e) {
