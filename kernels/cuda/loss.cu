@@ -33,6 +33,7 @@
 // treated here as ignored so that no read leaves the row.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "kernels/common/softmax.h"
 #include "kernels/cuda/elements.cuh"
@@ -95,34 +96,6 @@ __device__ __forceinline__ float row_loss(const RowStats& st, float l_target) {
   return crossentropy_loss(st.sum, l_target, st.max);
 }
 
-// d[0, Vp) of a row whose target is valid: (softmax - onehot) * dloss on
-// [0, V), zeros on the padding. l_target was read before any thread of the
-// block could write (d may alias l: each element is read, then written, by
-// the thread that owns it).
-template <typename T, bool kVec>
-__device__ void row_gradient(T* d, const T* l, const RowStats& st, int target, float l_target,
-                             float dloss, int V, int Vp) {
-  const float inv = 1.0f / st.sum;
-  const int chunks = (Vp + kChunk - 1) / kChunk;
-  for (int ch = int(threadIdx.x); ch < chunks; ch += int(blockDim.x)) {
-    const int c0 = ch * kChunk;
-    const int n = chunk_len(size_t(Vp), size_t(c0));
-    float x[kChunk];
-    load_chunk<kVec>(l + c0, n, x);
-    for (int k = 0; k < kChunk; ++k) {
-      const int v = c0 + k;
-      if (v >= V) {
-        x[k] = 0.0f;
-      } else if (v == target) {
-        x[k] = (softmax_prob(l_target, st.max, inv) - 1.0f) * dloss;
-      } else {
-        x[k] = softmax_prob(x[k], st.max, inv) * dloss;
-      }
-    }
-    store_chunk<kVec>(d + c0, n, x);
-  }
-}
-
 // Zeros over d[0, Vp): an ignored row.
 template <typename T, bool kVec>
 __device__ void row_zero(T* d, int Vp) {
@@ -152,28 +125,6 @@ __global__ void __launch_bounds__(kMaxThreads)
     const float l_target = load_f32(l + target);
     const RowStats st = row_stats<T, kVec>(l, V);
     if (threadIdx.x == 0) losses[row] = row_loss(st, l_target);
-  }
-}
-
-// The backward (kLoss false) and the classifier (kLoss true: the loss as the
-// forward computes it, then the gradient over the logits in place).
-template <typename T, bool kVec, bool kLoss>
-__global__ void __launch_bounds__(kMaxThreads)
-    crossentropy_backward_kernel(T* dlogits, float* losses, const T* logits, const int32_t* targets,
-                                 float dloss, int N, int V, int Vp) {
-  for (int row = int(blockIdx.x); row < N; row += int(gridDim.x)) {
-    const int target = targets[row];
-    T* d = dlogits + size_t(row) * size_t(Vp);
-    if (target < 0 || target >= V) {
-      if (kLoss && threadIdx.x == 0) losses[row] = 0.0f;
-      row_zero<T, kVec>(d, Vp);
-      continue;
-    }
-    const T* l = logits + size_t(row) * size_t(Vp);
-    const float l_target = load_f32(l + target);  // before row_stats' barriers: d may alias l
-    const RowStats st = row_stats<T, kVec>(l, V);
-    if (kLoss && threadIdx.x == 0) losses[row] = row_loss(st, l_target);
-    row_gradient<T, kVec>(d, l, st, target, l_target, dloss, V, Vp);
   }
 }
 
@@ -237,17 +188,50 @@ __device__ RowStats staged_row_stats(Quarter* stage, const T* l, int V, int Vp) 
   return {mx, sum};
 }
 
-// row_gradient from the staged terms: softmax_prob(l, max, inv) is
-// softmax_term(l, max) * inv.
+// ---- one row of the backward, from either source ------------------------------------
+// Where the passes over a row read it: the logits in global memory each time
+// (GlobalRow: x is l), or the stage staged_row_stats left (StagedRow: x is
+// softmax_term(l, max)). Both take the kernel's stage; GlobalRow ignores it.
+template <typename T, bool kVec>
+struct GlobalRow {
+  static constexpr bool kTerms = false;
+  static constexpr bool kVecStore = kVec;
+  const T* l;
+  __device__ GlobalRow(Quarter*, const T* row) : l(row) {}
+  __device__ RowStats stats(int V, int) const { return row_stats<T, kVec>(l, V); }
+  __device__ void chunk(int ch, int n, int, float (&x)[kChunk]) const {
+    load_chunk<kVec>(l + ch * kChunk, n, x);
+  }
+};
+
 template <typename T>
-__device__ void staged_row_gradient(T* d, const Quarter* stage, const RowStats& st, int target,
-                                    float l_target, float dloss, int V, int Vp) {
+struct StagedRow {
+  static constexpr bool kTerms = true;
+  static constexpr bool kVecStore = true;
+  Quarter* stage;
+  const T* l;
+  __device__ StagedRow(Quarter* shared, const T* row) : stage(shared), l(row) {}
+  __device__ RowStats stats(int V, int Vp) const { return staged_row_stats<T>(stage, l, V, Vp); }
+  __device__ void chunk(int ch, int, int Vp, float (&x)[kChunk]) const {
+    unstage_chunk(stage, Vp / kChunk, ch, x);
+  }
+};
+
+// d[0, Vp) of a row whose target is valid: (softmax - onehot) * dloss on
+// [0, V), zeros on the padding; softmax_prob(l, max, inv) is
+// softmax_term(l, max) * inv, so a staged term gives the same bits. l_target
+// was read before any thread of the block could write (d may alias l: each
+// element is read, then written, by the thread that owns it).
+template <typename T, typename Row>
+__device__ void row_gradient(T* d, const Row& row, const RowStats& st, int target, float l_target,
+                             float dloss, int V, int Vp) {
   const float inv = 1.0f / st.sum;
-  const int padded_chunks = Vp / kChunk;
-  for (int ch = int(threadIdx.x); ch < padded_chunks; ch += int(blockDim.x)) {
+  const int chunks = (Vp + kChunk - 1) / kChunk;
+  for (int ch = int(threadIdx.x); ch < chunks; ch += int(blockDim.x)) {
     const int c0 = ch * kChunk;
+    const int n = chunk_len(size_t(Vp), size_t(c0));
     float x[kChunk];
-    unstage_chunk(stage, padded_chunks, ch, x);
+    row.chunk(ch, n, Vp, x);
     for (int k = 0; k < kChunk; ++k) {
       const int v = c0 + k;
       if (v >= V) {
@@ -255,33 +239,39 @@ __device__ void staged_row_gradient(T* d, const Quarter* stage, const RowStats& 
       } else if (v == target) {
         x[k] = (softmax_prob(l_target, st.max, inv) - 1.0f) * dloss;
       } else {
-        x[k] = (x[k] * inv) * dloss;
+        x[k] = (Row::kTerms ? x[k] * inv : softmax_prob(x[k], st.max, inv)) * dloss;
       }
     }
-    store8_aligned(d + c0, x);
+    store_chunk<Row::kVecStore>(d + c0, n, x);
   }
 }
 
-// crossentropy_backward_kernel on the staged path: dynamic shared memory of
-// staged_row_bytes(Vp); Vp a multiple of 8, rows 16-byte aligned.
-template <typename T, bool kLoss>
+// The backward (kLoss false) and the classifier (kLoss true: the loss as the
+// forward computes it, then the gradient over the logits in place). kStaged
+// (kVec rows only): dynamic shared memory of staged_row_bytes(Vp) holds the
+// row between passes; otherwise the kernel takes no dynamic shared memory and
+// `stage` goes unused.
+template <typename T, bool kVec, bool kStaged, bool kLoss>
 __global__ void __launch_bounds__(kMaxThreads)
-    crossentropy_backward_staged_kernel(T* dlogits, float* losses, const T* logits,
-                                        const int32_t* targets, float dloss, int N, int V, int Vp) {
+    crossentropy_backward_kernel(T* dlogits, float* losses, const T* logits, const int32_t* targets,
+                                 float dloss, int N, int V, int Vp) {
+  static_assert(kVec || !kStaged, "the staged path needs whole, aligned chunks");
   SRKIT_DYNAMIC_SHARED(Quarter, stage);
   for (int row = int(blockIdx.x); row < N; row += int(gridDim.x)) {
     const int target = targets[row];
     T* d = dlogits + size_t(row) * size_t(Vp);
     if (target < 0 || target >= V) {
       if (kLoss && threadIdx.x == 0) losses[row] = 0.0f;
-      row_zero<T, true>(d, Vp);
+      row_zero<T, kVec>(d, Vp);
       continue;
     }
     const T* l = logits + size_t(row) * size_t(Vp);
     const float l_target = load_f32(l + target);  // before any barrier: d may alias l
-    const RowStats st = staged_row_stats<T>(stage, l, V, Vp);
+    using Row = std::conditional_t<kStaged, StagedRow<T>, GlobalRow<T, kVec>>;
+    const Row src(stage, l);
+    const RowStats st = src.stats(V, Vp);
     if (kLoss && threadIdx.x == 0) losses[row] = row_loss(st, l_target);
-    staged_row_gradient<T>(d, stage, st, target, l_target, dloss, V, Vp);
+    row_gradient<T>(d, src, st, target, l_target, dloss, V, Vp);
   }
 }
 
@@ -315,22 +305,16 @@ void backward_like(const char* name, DType dt, void* dlogits, float* losses, con
                    const int32_t* targets, float dloss, int N, int V, int Vp, Stream stream) {
   check_ce_shape(name, N, V, Vp);
   const bool vec = rows_vectorizable(Vp, logits, dlogits);
-  const size_t stage_bytes = staged_row_bytes(Vp);
   const bool staged = vec && crossentropy_stages_rows(Vp);
+  const size_t shared = staged ? staged_row_bytes(Vp) : 0;
   with_dtype(dt, [&](auto tag) {
     using S = decltype(tag);
-    if (staged) {
-      auto kernel = crossentropy_backward_staged_kernel<S, kLoss>;
-      if (stage_bytes > kDefaultSharedBytes) opt_in_shared(kernel, stage_bytes, name);
-      launch(kernel, row_blocks(N), row_threads(V), stage_bytes, stream, name,
-             static_cast<S*>(dlogits), losses, static_cast<const S*>(logits), targets, dloss, N, V,
-             Vp);
-      return;
-    }
-    auto kernel = vec ? crossentropy_backward_kernel<S, true, kLoss>
-                      : crossentropy_backward_kernel<S, false, kLoss>;
-    launch(kernel, row_blocks(N), row_threads(V), 0, stream, name, static_cast<S*>(dlogits), losses,
-           static_cast<const S*>(logits), targets, dloss, N, V, Vp);
+    auto kernel = staged ? crossentropy_backward_kernel<S, true, true, kLoss>
+                  : vec  ? crossentropy_backward_kernel<S, true, false, kLoss>
+                         : crossentropy_backward_kernel<S, false, false, kLoss>;
+    if (shared > kDefaultSharedBytes) opt_in_shared(kernel, shared, name);
+    launch(kernel, row_blocks(N), row_threads(V), shared, stream, name, static_cast<S*>(dlogits),
+           losses, static_cast<const S*>(logits), targets, dloss, N, V, Vp);
   });
 }
 
