@@ -1,6 +1,7 @@
 // The CUDA kernels (kernels/cuda/cast.h, kernels/cuda/adamw.h, and the model
-// ops of pointwise.h, encoder.h, layernorm.h, loss.h, reduce.h) against a
-// cudaMemcpy device-to-device moving the same bytes, on the current GPU.
+// ops of pointwise.h, encoder.h, layernorm.h, loss.h, reduce.h, column_sums.h)
+// against a cudaMemcpy device-to-device moving the same bytes, on the current
+// GPU.
 // bytes_per_second counts reads plus writes: 6 bytes/element for each cast
 // (fp32 read + bf16 written, or the reverse); for AdamW the bytes the strategy
 // must move per parameter (adamw_traffic_bytes, spelled out in the label); for
@@ -21,6 +22,7 @@
 #include "kernels/common/sr_bits.h"
 #include "kernels/cuda/adamw.h"
 #include "kernels/cuda/cast.h"
+#include "kernels/cuda/column_sums.h"
 #include "kernels/cuda/compat.cuh"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/encoder.h"
@@ -242,7 +244,9 @@ enum class ModelOp {
   kLayernormBackward,
   kEncoderBackward,
   kClassifier,
-  kSumSquares
+  kSumSquares,
+  kBiasGradient,   // column_sums of an [N, C] dout (attention and MLP projections)
+  kBiasGradientFc  // of an [N, 4C] dout (the MLP's first layer)
 };
 
 void bm_model_op(benchmark::State& state, ModelOp op, srkit::DType dt) {
@@ -320,6 +324,20 @@ void bm_model_op(benchmark::State& state, ModelOp op, srkit::DType dt) {
       });
       break;
     }
+    case ModelOp::kBiasGradient:
+    case ModelOp::kBiasGradientFc: {  // read dout; read and write dbias
+      const int oc = op == ModelOp::kBiasGradient ? kC : 4 * kC;
+      const size_t m = size_t(kRows) * size_t(oc);
+      DeviceBuffer g(m * es), db(size_t(oc) * es),
+          scratch(cuda::column_sums_scratch_bytes(kRows, oc));
+      fill(g.get(), dt, m, 1.0f, 0);
+      fill(db.get(), dt, size_t(oc), 1.0f, 1ull << 40);
+      run_timed(state, (m + 2 * size_t(oc)) * es, [&] {
+        cuda::column_sums(dt, dt, db.get(), g.get(), kRows, oc, srkit::GradWrite::kAccumulate,
+                          scratch.get(), nullptr);
+      });
+      break;
+    }
     case ModelOp::kSumSquares: {  // the gradient norm of 124M parameters: read them
       const size_t m = size_t(124) << 20;
       DeviceBuffer x(m * es), out(sizeof(double)), scratch(cuda::sum_squares_scratch_bytes(m));
@@ -355,7 +373,9 @@ void register_all() {
       {"layernorm_backward", ModelOp::kLayernormBackward},
       {"encoder_backward", ModelOp::kEncoderBackward},
       {"classifier", ModelOp::kClassifier},
-      {"sum_squares", ModelOp::kSumSquares}};
+      {"sum_squares", ModelOp::kSumSquares},
+      {"bias_gradient", ModelOp::kBiasGradient},
+      {"bias_gradient_4c", ModelOp::kBiasGradientFc}};
   for (const auto& [name, op] : model_ops) {
     for (srkit::DType dt : {srkit::DType::kBF16, srkit::DType::kF32}) {
       benchmark::RegisterBenchmark((std::string(name) + "/" + srkit::dtype_name(dt)).c_str(),

@@ -140,19 +140,52 @@ __device__ __forceinline__ void store8_raw(T* p, const T (&x)[kChunk]) {
   for (int h = 0; h < kChunk / kPer16; ++h) store16(p + kPer16 * h, pack16(x + kPer16 * h));
 }
 
-// Elements [0, 8) of p as floats; p 16-byte aligned.
-__device__ __forceinline__ void load8_aligned(const float* p, float (&x)[kChunk]) {
-  for (int h = 0; h < 2; ++h) {
-    const Raw16 r = load16(p + 4 * h);
-    for (int k = 0; k < 4; ++k) x[4 * h + k] = bits_as_float(r.w[k]);
+// ---- 8 elements kept as loaded, widened when used ---------------------------
+// A chunk's 16-byte words (1 for bf16, 2 for fp32), so that a kernel can have
+// several chunks' loads in flight in few registers before it adds them.
+template <typename T>
+struct RawChunk {
+  static constexpr int kWords = int(sizeof(T)) / 2;
+  Raw16 w[kWords];
+};
+
+// The 8 elements at p; p 16-byte aligned.
+template <typename T>
+__device__ __forceinline__ RawChunk<T> load_raw_chunk(const T* p) {
+  RawChunk<T> c;
+  for (int h = 0; h < RawChunk<T>::kWords; ++h) c.w[h] = load16(p + 8 / RawChunk<T>::kWords * h);
+  return c;
+}
+
+// The n <= 8 elements at p, element by element (any alignment); words past n are 0.
+__device__ __forceinline__ RawChunk<float> load_raw_chunk(const float* p, int n) {
+  RawChunk<float> c;
+  for (int k = 0; k < kChunk; ++k) c.w[k / 4].w[k % 4] = k < n ? float_as_bits(p[k]) : 0u;
+  return c;
+}
+__device__ __forceinline__ RawChunk<bf16> load_raw_chunk(const bf16* p, int n) {
+  RawChunk<bf16> c;
+  for (int k = 0; k < 4; ++k) {
+    c.w[0].w[k] = pack_halves(2 * k < n ? p[2 * k].bits : uint16_t(0),
+                              2 * k + 1 < n ? p[2 * k + 1].bits : uint16_t(0));
+  }
+  return c;
+}
+
+__device__ __forceinline__ void widen_chunk(const RawChunk<float>& c, float (&x)[kChunk]) {
+  for (int k = 0; k < kChunk; ++k) x[k] = bits_as_float(c.w[k / 4].w[k % 4]);
+}
+__device__ __forceinline__ void widen_chunk(const RawChunk<bf16>& c, float (&x)[kChunk]) {
+  for (int k = 0; k < 4; ++k) {  // little-endian: element 2k is the low half of word k
+    x[2 * k] = bits_as_float(c.w[0].w[k] << 16);
+    x[2 * k + 1] = bits_as_float(c.w[0].w[k] & 0xffff0000u);
   }
 }
-__device__ __forceinline__ void load8_aligned(const bf16* p, float (&x)[kChunk]) {
-  const Raw16 r = load16(p);
-  for (int k = 0; k < 4; ++k) {  // little-endian: element 2k is the low half of word k
-    x[2 * k] = bits_as_float(r.w[k] << 16);
-    x[2 * k + 1] = bits_as_float(r.w[k] & 0xffff0000u);
-  }
+
+// Elements [0, 8) of p as floats; p 16-byte aligned.
+template <typename T>
+__device__ __forceinline__ void load8_aligned(const T* p, float (&x)[kChunk]) {
+  widen_chunk(load_raw_chunk(p), x);
 }
 
 // Rounds x[0, 8) to T and stores them at p; p 16-byte aligned.

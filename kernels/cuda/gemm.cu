@@ -1,5 +1,5 @@
-// Gemm (kernels/cuda/gemm.h) over cuBLASLt, and the deterministic bias
-// gradient and bias broadcast kernels it needs.
+// Gemm (kernels/cuda/gemm.h) over cuBLASLt, and the bias broadcast kernel it
+// needs; the bias gradient is column_sums (kernels/cuda/column_sums.cu).
 //
 // Layout mapping. The project's matrices are row-major; cuBLASLt's are
 // column-major. A row-major [R,C] matrix with row stride ld is, read as is, the
@@ -30,6 +30,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "kernels/cuda/column_sums.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/elements.cuh"
 #include "kernels/cuda/gemm.h"
@@ -146,35 +147,6 @@ cublasLtMatrixLayout_t make_layout(DType t, int64_t rows, int64_t cols, int64_t 
 // ---- kernels -------------------------------------------------------------------
 
 constexpr int kThreads = 256;
-
-// The bias gradient is split into a fixed grid of (column block, row chunk)
-// tiles that depends on the shape only: each thread sums one column over the
-// chunk's rows in row order (consecutive threads read consecutive columns of a
-// row: coalesced), and a second kernel adds each column's chunk sums in chunk
-// order. No atomics, the same bits every run. The chunk height aims at about
-// kBiasTargetBlocks blocks so that the 132 SMs of an H200 stay busy when
-// N = B*T is large and OC small.
-template <typename T>
-__global__ void column_chunk_sums(const T* __restrict__ x, int N, int OC, int rows_per_chunk,
-                                  float* __restrict__ partial) {
-  const int col = int(blockIdx.x) * int(blockDim.x) + int(threadIdx.x);
-  if (col >= OC) return;  // no barrier or warp call follows
-  const int r0 = int(blockIdx.y) * rows_per_chunk;
-  const int r1 = N - r0 < rows_per_chunk ? N : r0 + rows_per_chunk;
-  float acc = 0.0f;
-  for (int r = r0; r < r1; ++r) acc += widen(x[size_t(r) * size_t(OC) + size_t(col)]);
-  partial[size_t(blockIdx.y) * size_t(OC) + size_t(col)] = acc;
-}
-
-template <typename T>
-__global__ void column_sums_store(const float* __restrict__ partial, int chunks, int OC,
-                                  T* __restrict__ out, bool accumulate) {
-  const int col = int(blockIdx.x) * int(blockDim.x) + int(threadIdx.x);
-  if (col >= OC) return;
-  float acc = 0.0f;
-  for (int c = 0; c < chunks; ++c) acc += partial[size_t(c) * size_t(OC) + size_t(col)];
-  out[col] = from_f32<T>(grad_base(out[col], accumulate) + acc);
-}
 
 // out[n, oc] = bias[oc]: the C matrix of a beta = 1 GEMM, for a bias too
 // little aligned for the epilogue. Grid-stride, consecutive threads on
@@ -341,7 +313,7 @@ void Gemm::matmul_forward(DType dt, void* out, const void* inp, const void* weig
 
 size_t Gemm::matmul_backward_scratch_bytes(int N, int OC) const {
   check_matmul_shape("matmul_backward", N, 1, OC);
-  return matmul_dbias_scratch_bytes(N, OC);
+  return column_sums_scratch_bytes(N, OC);
 }
 
 void Gemm::matmul_backward(DType dt, DType grad_dt, void* dinp, GradWrite dinp_mode, void* dweight,
@@ -349,22 +321,7 @@ void Gemm::matmul_backward(DType dt, DType grad_dt, void* dinp, GradWrite dinp_m
                            const void* weight, int N, int C, int OC, void* scratch) {
   check_matmul_shape("matmul_backward", N, C, OC);
   const bool accumulate_params = param_mode == GradWrite::kAccumulate;
-  if (dbias) {
-    const BiasGrid g = bias_grid(N, OC);
-    float* partial = static_cast<float*>(scratch);
-    const dim3 grid(unsigned(g.column_blocks), unsigned(g.chunks));
-    with_dtype(dt, [&](auto tag) {
-      using S = decltype(tag);
-      launch(column_chunk_sums<S>, grid, kThreads, 0, impl_->stream, "matmul dbias",
-             static_cast<const S*>(dout), N, OC, g.rows_per_chunk, partial);
-    });
-    with_dtype(grad_dt, [&](auto tag) {
-      using G = decltype(tag);
-      launch(column_sums_store<G>, unsigned(g.column_blocks), kThreads, 0, impl_->stream,
-             "matmul dbias store", partial, g.chunks, OC, static_cast<G*>(dbias),
-             accumulate_params);
-    });
-  }
+  if (dbias) column_sums(grad_dt, dt, dbias, dout, N, OC, param_mode, scratch, impl_->stream);
   // dinp^T[C,N] = (W as [C,OC]) (dout as [OC,N]); beta 1 adds the old value
   // before the one rounding, as the CPU does.
   LtProblem p;

@@ -17,8 +17,9 @@
 // rows are cut into at most kLayernormChunks fixed chunks of consecutive rows
 // (kernels/cuda/scratch_sizes.h), each chunk's sums go to the caller's
 // scratch, and a last kernel adds the chunk sums of each column in a fixed
-// order (8 segments of consecutive chunks, then the segments) and rounds once
-// into the stored gradient, RN(base + sum), as the CPU does.
+// order (kernels/cuda/chunk_sums.cuh: 8 segments of consecutive chunks, then
+// the segments) and rounds once into the stored gradient, RN(base + sum), as
+// the CPU does.
 // Where C <= 1024 the chunk sums come from the dinp kernel itself (fused: one
 // block a chunk, each lane summing its columns over its warp's rows in
 // registers, the warps added in order), so the rows are read once; wider rows
@@ -28,6 +29,7 @@
 #include <cmath>
 
 #include "kernels/common/layernorm.h"
+#include "kernels/cuda/chunk_sums.cuh"
 #include "kernels/cuda/elements.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/layernorm.h"
@@ -304,36 +306,15 @@ __global__ void __launch_bounds__(kParamThreads)
 }
 
 // dweight[c] = RN(base + sum over chunks of partial[chunk][c]); dbias from
-// columns C .. 2C - 1 likewise. A block takes 32 columns; its 8 warps each
-// add one of 8 fixed, consecutive segments of the chunks in chunk order (a
-// warp reads 32 consecutive columns of a chunk: coalesced), then warp 0 adds
-// the 8 segment sums in segment order: a fixed order, and 8 times the threads
-// a column-per-thread sum would have in flight.
-constexpr int kReduceColumns = kWarpSize;
-constexpr int kReduceSegments = 8;
-constexpr int kReduceThreads = kReduceColumns * kReduceSegments;
+// columns C .. 2C - 1 likewise, in sum_chunk_columns' fixed order.
 template <typename T>
-__global__ void __launch_bounds__(kReduceThreads)
+__global__ void __launch_bounds__(kChunkSumThreads)
     layernorm_param_reduce_kernel(T* dweight, T* dbias, const float* partial, int chunks, int C,
                                   bool accumulate) {
-  __shared__ float segment_sums[kReduceSegments][kReduceColumns];
-  const int column = int(threadIdx.x) % kReduceColumns;
-  const int segment = int(threadIdx.x) / kReduceColumns;
-  const int j = int(blockIdx.x) * kReduceColumns + column;
-  const int per = (chunks + kReduceSegments - 1) / kReduceSegments;
-  const int k0 = segment * per;
-  const int k1 = chunks - k0 < per ? chunks : k0 + per;
-  float sum = 0.0f;
-  if (j < 2 * C) {
-    for (int k = k0; k < k1; ++k) sum += partial[size_t(k) * 2 * size_t(C) + size_t(j)];
-  }
-  segment_sums[segment][column] = sum;
-  __syncthreads();
-  if (segment != 0 || j >= 2 * C) return;  // past the barrier: nothing else waits
-  float total = segment_sums[0][column];
-  for (int q = 1; q < kReduceSegments; ++q) total += segment_sums[q][column];
-  T* dst = j < C ? dweight + j : dbias + (j - C);
-  store_f32(dst, grad_base(*dst, accumulate) + total);
+  sum_chunk_columns(partial, chunks, 2 * C, [&](int j, float total) {
+    T* dst = j < C ? dweight + j : dbias + (j - C);
+    store_f32(dst, grad_base(*dst, accumulate) + total);
+  });
 }
 
 // The fused path keeps 2 * 8 sums a lane chunk in registers: up to 4 lane
@@ -451,8 +432,7 @@ void layernorm_backward(DType dt, DType grad_dt, void* dinp, GradWrite dinp_mode
   });
   with_dtype(grad_dt, [&](auto tag) {
     using G = decltype(tag);
-    launch(layernorm_param_reduce_kernel<G>,
-           unsigned((2 * C + kReduceColumns - 1) / kReduceColumns), kReduceThreads, 0, stream,
+    launch(layernorm_param_reduce_kernel<G>, chunk_sum_blocks(2 * C), kChunkSumThreads, 0, stream,
            "layernorm_backward (parameter sums)", static_cast<G*>(dweight), static_cast<G*>(dbias),
            partial, part.chunks, C, param_mode == GradWrite::kAccumulate);
   });

@@ -13,29 +13,40 @@ namespace srkit::cuda {
 // cuBLASLt's workspace, allocated once by Gemm (kernels/cuda/gemm.cu).
 inline constexpr size_t kGemmWorkspaceBytes = size_t(32) << 20;
 
-// The bias gradient's fixed grid: column blocks of kBiasThreads columns x row
-// chunks whose height aims at about kBiasTargetBlocks blocks (so the SMs stay
-// busy when N = B*T is large and OC small), a multiple of kBiasMinRows rows,
-// and few enough chunks for gridDim.y <= 65535.
-inline constexpr int kBiasThreads = 256;
-inline constexpr int64_t kBiasTargetBlocks = 1024;
-inline constexpr int kBiasMinRows = 32;
-struct BiasGrid {
-  int column_blocks = 1, rows_per_chunk = 1, chunks = 1;
+// The final sum of chunk_sums.cuh (LayerNorm's parameter gradients and
+// column_sums): a block takes kChunkSumColumns columns and adds each one's
+// chunk sums in kChunkSumSegments segments of consecutive chunks, then the
+// segments in order. Part of the order of those sums, hence of their bits.
+inline constexpr int kChunkSumColumns = 32;
+inline constexpr int kChunkSumSegments = 8;
+
+// column_sums' fixed partition (kernels/cuda/column_sums.cu, the bias
+// gradient): the rows cut into chunks of rows_per_chunk consecutive rows, each
+// chunk's column sums one row of fp32 partials. The height aims at about
+// kColumnSumsTargetTiles (chunk, 256-column) tiles, so that the SMs stay busy
+// when N = B*T is large and OC small; it is a multiple of kColumnSumsMinRows
+// rows, and there are few enough chunks for gridDim.y <= 65535. The partition
+// fixes the order of every sum, hence the bits.
+inline constexpr int kColumnSumsTileColumns = 256;
+inline constexpr int64_t kColumnSumsTargetTiles = 1024;
+inline constexpr int kColumnSumsMinRows = 32;
+struct ColumnSumsPartition {
+  int rows_per_chunk = 1, chunks = 1;
 };
-inline BiasGrid bias_grid(int N, int OC) {
-  BiasGrid g;
-  g.column_blocks = (OC + kBiasThreads - 1) / kBiasThreads;
-  int64_t rows = (int64_t(N) * g.column_blocks + kBiasTargetBlocks - 1) / kBiasTargetBlocks;
+inline ColumnSumsPartition column_sums_partition(int N, int OC) {
+  const int64_t tiles_per_row = (int64_t(OC) + kColumnSumsTileColumns - 1) / kColumnSumsTileColumns;
+  int64_t rows = (int64_t(N) * tiles_per_row + kColumnSumsTargetTiles - 1) / kColumnSumsTargetTiles;
   rows = std::max<int64_t>(rows, (int64_t(N) + 65534) / 65535);
-  rows = std::max<int64_t>(kBiasMinRows, (rows + kBiasMinRows - 1) / kBiasMinRows * kBiasMinRows);
-  g.rows_per_chunk = int(std::min<int64_t>(rows, N));
-  g.chunks = int((int64_t(N) + g.rows_per_chunk - 1) / g.rows_per_chunk);
-  return g;
+  rows = std::max<int64_t>(kColumnSumsMinRows, (rows + kColumnSumsMinRows - 1) /
+                                                   kColumnSumsMinRows * kColumnSumsMinRows);
+  ColumnSumsPartition p;
+  p.rows_per_chunk = int(std::min<int64_t>(rows, N));
+  p.chunks = int((int64_t(N) + p.rows_per_chunk - 1) / p.rows_per_chunk);
+  return p;
 }
-// The fp32 chunk sums of the bias gradient of an [N, OC] dout.
-inline size_t matmul_dbias_scratch_bytes(int N, int OC) {
-  return size_t(bias_grid(N, OC).chunks) * size_t(OC) * sizeof(float);
+// The fp32 chunk sums of column_sums over an [N, OC] matrix.
+inline size_t column_sums_scratch_bytes(int N, int OC) {
+  return size_t(column_sums_partition(N, OC).chunks) * size_t(OC) * sizeof(float);
 }
 
 // LayerNorm's parameter gradients: the N rows cut into at most kLayernormChunks

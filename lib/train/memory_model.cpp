@@ -66,7 +66,7 @@ size_t cuda_scratch_bytes(const GPTConfig& config, int B, int T, size_t shard_el
       std::max({cuda::layernorm_backward_scratch_bytes(N, C),
                 cuda::sum_squares_scratch_bytes(shard_elements), cuda::encoder_plan_bytes(N)});
   for (int oc : {3 * C, C, 4 * C}) {  // the GEMMs with a bias gradient
-    per_call = std::max(per_call, cuda::matmul_dbias_scratch_bytes(N, oc));
+    per_call = std::max(per_call, cuda::column_sums_scratch_bytes(N, oc));
   }
   return cuda::kGemmWorkspaceBytes + per_call;
 }

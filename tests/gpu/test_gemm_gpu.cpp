@@ -4,12 +4,14 @@
 // batch strides with gaps, alpha and beta, each type combination attention
 // uses); pointers less aligned than cuBLASLt's default (slices of a larger
 // buffer) and a bias too little aligned for the epilogue, which must give the
-// same results as aligned ones; the bias gradient over several row chunks; and
-// run-to-run determinism. The reference adds the fp32 products in k order,
-// which is the emulated cuBLASLt's order, so the emulation must match it bit
+// same results as aligned ones; the bias gradient over several row chunks, and
+// column_sums (the bias gradient's kernels) bit for bit against their stated
+// order at every width and alignment; and run-to-run determinism. The reference adds the fp32
+// products in k order, which is the emulated cuBLASLt's order, so the emulation must match it bit
 // for bit; a GPU within a few fp32 ulps of the magnitude sum.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -20,6 +22,7 @@
 
 #include "kernels/common/bf16.h"
 #include "kernels/common/dtype.h"
+#include "kernels/cuda/column_sums.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/gemm.h"
 
@@ -271,6 +274,82 @@ TEST_F(GemmGpu, BackwardIsDeterministicAndSumsTheBiasOverRowChunks) {
       }
     }
   }
+}
+
+// column_sums (the bias gradient) in the order column_sums.h promises: fp32
+// adds of each column's rows in row order within a chunk of
+// column_sums_partition, then chunk_sums.cuh's 8 segments of consecutive
+// chunks, then the segments, one rounding of base + total. Plain fp32 adds
+// are exact IEEE operations on both devices, so a GPU and the emulation must
+// both give these bits.
+std::vector<float> column_sums_in_order(const std::vector<float>& src, int rows, int cols,
+                                        const std::vector<float>& base, DType dst_dt) {
+  const cuda::ColumnSumsPartition part = cuda::column_sums_partition(rows, cols);
+  const int per = (part.chunks + cuda::kChunkSumSegments - 1) / cuda::kChunkSumSegments;
+  std::vector<float> out(static_cast<size_t>(cols));
+  for (int c = 0; c < cols; ++c) {
+    std::vector<float> chunk_sums(size_t(part.chunks), 0.0f);
+    for (int r = 0; r < rows; ++r)
+      chunk_sums[size_t(r / part.rows_per_chunk)] += src[size_t(r) * cols + c];
+    float total = 0.0f;
+    for (int q = 0; q < cuda::kChunkSumSegments; ++q) {
+      float segment = 0.0f;
+      for (int k = q * per; k < std::min(part.chunks, (q + 1) * per); ++k)
+        segment += chunk_sums[size_t(k)];
+      total = q == 0 ? segment : total + segment;
+    }
+    out[size_t(c)] = round_to(dst_dt, base[size_t(c)] + total);
+  }
+  return out;
+}
+
+TEST_F(GemmGpu, ColumnSumsAddInTheirStatedOrderAtEveryWidthAndAlignment) {
+  struct Shape {
+    int rows, cols;
+  };
+  // Widths off the 8-column groups (19, 1), 512-column blocks with a partial
+  // last one (776, 3072 = 6 full), one row, a chunk count that splits
+  // unevenly into segments (5000 rows of 32: 157 chunks, segments of 20) and
+  // one below the segment count (70 rows at 3072 columns: 7 chunks of 10 rows
+  // rounded to 32: 3 chunks).
+  for (const Shape sh : {Shape{5000, 19}, Shape{70, 3072}, Shape{2000, 776}, Shape{1, 8},
+                         Shape{33, 1}, Shape{600, 2304}}) {
+    for (DType src_dt : {DType::kF32, DType::kBF16}) {
+      for (DType dst_dt : {src_dt, DType::kF32}) {
+        for (GradWrite mode : {GradWrite::kOverwrite, GradWrite::kAccumulate}) {
+          SCOPED_TRACE(std::to_string(sh.rows) + "x" + std::to_string(sh.cols) + " " +
+                       dtype_name(src_dt) + " -> " + dtype_name(dst_dt) +
+                       (mode == GradWrite::kAccumulate ? " accumulate" : " overwrite"));
+          std::vector<float> src = values(size_t(sh.rows) * sh.cols, 13);
+          for (float& v : src) v = round_to(src_dt, v * 0.37f);  // inexact sums
+          std::vector<float> old = values(size_t(sh.cols), 14);
+          for (float& v : old) v = round_to(dst_dt, v);
+          const std::vector<float> base =
+              mode == GradWrite::kAccumulate ? old : std::vector<float>(old.size(), 0.0f);
+          const auto want = column_sums_in_order(src, sh.rows, sh.cols, base, dst_dt);
+          void* scratch = cuda::device_malloc(cuda::column_sums_scratch_bytes(sh.rows, sh.cols));
+          for (size_t offset : {size_t(0), size_t(1)}) {  // 1: the element-by-element loads
+            Buf in(src_dt, src, offset), out(dst_dt, old, offset);
+            cuda::column_sums(dst_dt, src_dt, out.get(), in.get(), sh.rows, sh.cols, mode, scratch,
+                              stream_);
+            const auto got = out.values();
+            size_t bad = 0;
+            for (size_t c = 0; c < got.size(); ++c) {
+              if (!same_bits(got[c], want[c]) && ++bad <= 5) {
+                ADD_FAILURE() << "offset " << offset << " column " << c << ": got " << got[c]
+                              << ", want " << want[c];
+              }
+            }
+            EXPECT_EQ(bad, 0u) << "offset " << offset;
+          }
+          cuda::device_free(scratch);
+        }
+      }
+    }
+  }
+  EXPECT_THROW(cuda::column_sums(DType::kF32, DType::kF32, nullptr, nullptr, 0, 4,
+                                 GradWrite::kOverwrite, nullptr, stream_),
+               std::invalid_argument);
 }
 
 TEST_F(GemmGpu, RejectsBadShapes) {
