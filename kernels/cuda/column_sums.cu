@@ -41,24 +41,9 @@ __global__ void __launch_bounds__(kGroupThreads)
   const int len = cols - c0 < kChunk ? cols - c0 : kChunk;
   const int r0 = int(blockIdx.y) * rows_per_chunk;
   const int r1 = rows - r0 < rows_per_chunk ? rows : r0 + rows_per_chunk;
-  constexpr int kBatch = kRowsInFlight<T>;
   float acc[kChunk] = {};
-  for (int r = r0; r < r1; r += kBatch) {
-    RawChunk<T> raw[kBatch];
-    for (int b = 0; b < kBatch; ++b) {
-      if (r + b < r1) {
-        const T* p = src + size_t(r + b) * size_t(cols) + size_t(c0);
-        raw[b] = kVec ? load_raw_chunk(p) : load_raw_chunk(p, len);
-      }
-    }
-    for (int b = 0; b < kBatch; ++b) {
-      if (r + b < r1) {
-        float x[kChunk];
-        widen_chunk(raw[b], x);
-        for (int k = 0; k < kChunk; ++k) acc[k] += x[k];
-      }
-    }
-  }
+  add_rows<kRowsInFlight<T>, kVec, T>(
+      [&](int i) { return src + size_t(r0 + i) * size_t(cols) + size_t(c0); }, r1 - r0, len, acc);
   store_chunk<kVec>(partial + size_t(blockIdx.y) * size_t(cols) + size_t(c0), len, acc);
 }
 

@@ -182,6 +182,32 @@ __device__ __forceinline__ void widen_chunk(const RawChunk<bf16>& c, float (&x)[
   }
 }
 
+// acc[k] += element k of the chunks at row(0), row(1), ..., row(n - 1), in
+// that order (the sums of a column over rows), keeping kRowsInFlight rows'
+// loads in flight before adding them. kVec: each row(i) is 16-byte aligned and
+// holds 8 elements; else the len <= 8 elements of each load one by one. The
+// order of the additions, hence the bits, does not depend on kVec or
+// kRowsInFlight.
+template <int kRowsInFlight, bool kVec, typename T, typename RowAt>
+__device__ __forceinline__ void add_rows(RowAt row, int n, int len, float (&acc)[kChunk]) {
+  for (int i = 0; i < n; i += kRowsInFlight) {
+    RawChunk<T> raw[kRowsInFlight];
+    for (int b = 0; b < kRowsInFlight; ++b) {
+      if (i + b < n) {
+        const T* p = row(i + b);
+        raw[b] = kVec ? load_raw_chunk(p) : load_raw_chunk(p, len);
+      }
+    }
+    for (int b = 0; b < kRowsInFlight; ++b) {
+      if (i + b < n) {
+        float x[kChunk];
+        widen_chunk(raw[b], x);
+        for (int k = 0; k < kChunk; ++k) acc[k] += x[k];
+      }
+    }
+  }
+}
+
 // Elements [0, 8) of p as floats; p 16-byte aligned.
 template <typename T>
 __device__ __forceinline__ void load8_aligned(const T* p, float (&x)[kChunk]) {

@@ -9,8 +9,10 @@
 // not a multiple of 8 or a table is unaligned); the output rows are the T rows
 // of dwpe, then one row of dwte per distinct token. Items of a row are
 // consecutive, so a warp reads 32 consecutive chunks of each dout row it adds
-// (128-bit loads). A group's positions are added serially: the order is the
-// contract; a token that fills much of the batch makes its row's items long.
+// (128-bit loads). A group's positions are added in order (the order is the
+// contract; a token that fills much of the batch makes its row's items long),
+// with the loads of kRowsInFlight of them, and of the stored gradient, in
+// flight at once.
 #include <algorithm>
 #include <numeric>
 
@@ -20,6 +22,10 @@
 
 namespace srkit::cuda {
 namespace {
+
+// Rows of dout a thread keeps in flight: few registers (4 chunks), as most
+// token groups hold one or two positions and occupancy carries their loads.
+constexpr int kRowsInFlight = 4;
 
 template <typename T, typename G, bool kVec>
 __global__ void encoder_backward_kernel(G* dwte, G* dwpe, const T* dout, const int32_t* plan,
@@ -34,24 +40,22 @@ __global__ void encoder_backward_kernel(G* dwte, G* dwpe, const T* dout, const i
   for (size_t it = grid_thread_index(); it < items; it += grid_thread_count()) {
     const size_t row = it / per_row;
     const size_t c0 = (it % per_row) * width;
+    const bool position_row = row < size_t(Tn);
+    const size_t g = row - size_t(Tn);  // the token group (when !position_row)
+    G* dst = position_row ? dwpe + row * C + c0 : dwte + size_t(token[g]) * C + c0;
+    // The stored gradient is loaded first, so that its load is in flight with the rows'.
+    const RawChunk<G> stored = kVec ? load_raw_chunk(dst) : load_raw_chunk(dst, width);
     float acc[kChunk] = {};
-    float x[kChunk];
-    G* dst;
-    if (row < size_t(Tn)) {  // dwpe[t] += sum over b of dout[b, t]
-      for (int b = 0; b < B; ++b) {
-        load_chunk<kVec>(dout + (size_t(b) * Tn + row) * C + c0, width, x);
-        for (int k = 0; k < width; ++k) acc[k] += x[k];
-      }
-      dst = dwpe + row * C + c0;
+    if (position_row) {  // dwpe[t] += sum over b of dout[b, t]
+      add_rows<kRowsInFlight, kVec, T>(
+          [&](int b) { return dout + (size_t(b) * Tn + row) * C + c0; }, B, width, acc);
     } else {  // dwte[token] += sum over the group's positions
-      const size_t g = row - size_t(Tn);
-      for (int j = start[g]; j < start[g + 1]; ++j) {
-        load_chunk<kVec>(dout + size_t(order[j]) * C + c0, width, x);
-        for (int k = 0; k < width; ++k) acc[k] += x[k];
-      }
-      dst = dwte + size_t(token[g]) * C + c0;
+      const int32_t* positions = order + start[g];
+      add_rows<kRowsInFlight, kVec, T>([&](int j) { return dout + size_t(positions[j]) * C + c0; },
+                                       start[g + 1] - start[g], width, acc);
     }
-    load_chunk<kVec>(dst, width, x);
+    float x[kChunk];
+    widen_chunk(stored, x);
     for (int k = 0; k < width; ++k) x[k] = x[k] + acc[k];
     store_chunk<kVec>(dst, width, x);
   }
