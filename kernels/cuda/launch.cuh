@@ -25,7 +25,8 @@ void check_launch(int code, const char* name);
 // on sm_80); the emulation reports sm_90's, so that it takes the paths an
 // H100 or H200 takes. opt_in_shared lets `kernel` launch with up to `bytes`
 // (at most that limit); it throws std::runtime_error naming `name` if the
-// device refuses.
+// device refuses. Both remember their answers (per device, and per kernel for
+// the opt-in), so calling them before every launch costs a map lookup.
 inline constexpr size_t kDefaultSharedBytes = 48 * 1024;
 size_t opt_in_shared_limit();
 void opt_in_shared_bytes(const void* kernel, size_t bytes, const char* name);
