@@ -8,8 +8,10 @@
 // l + 64, ... of its row and sums them in column order, then the warp adds the
 // 32 lane sums by a butterfly (warp_sum): no shared memory and no block
 // barrier, and a row of GPT-2's C = 768 (bf16) is 3 chunks a lane, each one
-// 128-bit load when the row is 16-byte aligned. The row is read again for each
-// pass (statistics, then the output); those reads hit L1/L2. Blocks loop over
+// 128-bit load when the row is 16-byte aligned. The forward passes (mean,
+// variance, output) run over the lane's chunks held in registers for C <= 1024
+// (one read of the row, every load of it in flight at once); wider rows read
+// them again at each pass (those reads hit L1/L2). Blocks loop over
 // groups of 8 rows so that every warp of a block runs the same shuffles (a
 // warp past the last row runs them on no data and stores nothing).
 //
@@ -50,93 +52,9 @@ unsigned row_blocks(int N) {
   return unsigned(std::min(kMaxRowBlocks, (size_t(N) + kRowWarps - 1) / kRowWarps));
 }
 
-// ---- forward -----------------------------------------------------------------------
-// One row: out = ((x - mean) * rstd) * weight + bias, mean and rstd in fp32
-// (the CPU's expressions). `valid` false: the warp has no row; it still runs
-// every shuffle and writes nothing.
-template <typename T, bool kVec>
-__device__ void layernorm_row(T* out, float* mean, float* rstd, const T* x, const T* weight,
-                              const T* bias, int C, bool valid) {
-  const int lane = lane_id();
-  const int chunks = valid ? (C + kChunk - 1) / kChunk : 0;
-  float v[kChunk];
-  float sum = 0.0f;
-  for (int ch = lane; ch < chunks; ch += kWarpSize) {
-    const int n = chunk_len(size_t(C), size_t(ch) * kChunk);
-    load_chunk<kVec>(x + ch * kChunk, n, v);
-    for (int k = 0; k < n; ++k) sum += v[k];
-  }
-  const float m = warp_sum(sum) / float(C);
-  float sq = 0.0f;
-  for (int ch = lane; ch < chunks; ch += kWarpSize) {
-    const int n = chunk_len(size_t(C), size_t(ch) * kChunk);
-    load_chunk<kVec>(x + ch * kChunk, n, v);
-    for (int k = 0; k < n; ++k) {
-      const float d = v[k] - m;
-      sq += d * d;
-    }
-  }
-  const float s = layernorm_rstd(warp_sum(sq), C);
-  for (int ch = lane; ch < chunks; ch += kWarpSize) {
-    const int c0 = ch * kChunk;
-    const int n = chunk_len(size_t(C), size_t(c0));
-    float w[kChunk], b[kChunk];
-    load_chunk<kVec>(x + c0, n, v);
-    load_chunk<kVec>(weight + c0, n, w);
-    load_chunk<kVec>(bias + c0, n, b);
-    for (int k = 0; k < kChunk; ++k) v[k] = layernorm_out(layernorm_norm(v[k], m, s), w[k], b[k]);
-    store_chunk<kVec>(out + c0, n, v);
-  }
-  if (valid && lane == 0) {
-    *mean = m;
-    *rstd = s;
-  }
-}
+// The 8-column chunks a lane of a row's warp takes.
+int lane_chunks_of(int C) { return ((C + kChunk - 1) / kChunk + kWarpSize - 1) / kWarpSize; }
 
-template <typename T, bool kVec>
-__global__ void __launch_bounds__(kRowThreads)
-    layernorm_forward_kernel(T* out, float* mean, float* rstd, const T* inp, const T* weight,
-                             const T* bias, int N, int C) {
-  for (size_t base = size_t(blockIdx.x) * kRowWarps; base < size_t(N);
-       base += size_t(gridDim.x) * kRowWarps) {
-    const size_t row = base + size_t(warp_id());
-    const bool valid = row < size_t(N);
-    const size_t off = valid ? row * size_t(C) : 0;
-    layernorm_row<T, kVec>(out + off, mean + (valid ? row : 0), rstd + (valid ? row : 0), inp + off,
-                           weight, bias, C, valid);
-  }
-}
-
-// residual = RN(a + b), stored, then layernorm_row on the stored residual: the
-// lane that reads a chunk of the residual back is the one that wrote it (the
-// same ownership of chunks), so it sees the rounded values residual_forward
-// would have stored, and every bit equals residual_forward + layernorm_forward.
-template <typename T, bool kVec>
-__global__ void __launch_bounds__(kRowThreads)
-    residual_layernorm_kernel(T* residual, T* out, float* mean, float* rstd, const T* a, const T* b,
-                              const T* weight, const T* bias, int N, int C) {
-  const int lane = lane_id();
-  for (size_t base = size_t(blockIdx.x) * kRowWarps; base < size_t(N);
-       base += size_t(gridDim.x) * kRowWarps) {
-    const size_t row = base + size_t(warp_id());
-    const bool valid = row < size_t(N);
-    const size_t off = valid ? row * size_t(C) : 0;
-    const int chunks = valid ? (C + kChunk - 1) / kChunk : 0;
-    for (int ch = lane; ch < chunks; ch += kWarpSize) {
-      const size_t c0 = off + size_t(ch) * kChunk;
-      const int n = chunk_len(size_t(C), size_t(ch) * kChunk);
-      float xa[kChunk], xb[kChunk];
-      load_chunk<kVec>(a + c0, n, xa);
-      load_chunk<kVec>(b + c0, n, xb);
-      for (int k = 0; k < kChunk; ++k) xa[k] = xa[k] + xb[k];
-      store_chunk<kVec>(residual + c0, n, xa);
-    }
-    layernorm_row<T, kVec>(out + off, mean + (valid ? row : 0), rstd + (valid ? row : 0),
-                           residual + off, weight, bias, C, valid);
-  }
-}
-
-// ---- backward ----------------------------------------------------------------------
 // A lane's chunks of a row, ch = lane + 32 j: with kLaneChunks > 0 the loop is
 // unrolled over j < kLaneChunks (j a constant, so per-chunk sums stay in
 // registers), else a plain loop (j unused). f(ch, j).
@@ -152,6 +70,138 @@ __device__ __forceinline__ void for_lane_chunks(int lane, int chunks, F&& f) {
   }
 }
 
+// ---- forward -----------------------------------------------------------------------
+// A lane's chunks of one row as floats. kLaneChunks > 0 (C <= 256 kLaneChunks):
+// held in registers once filled, so the row is read from memory once;
+// kLaneChunks 0: not held, and each pass reads the chunks from `row` again
+// (those reads hit L1/L2).
+template <typename T, bool kVec, int kLaneChunks>
+struct LaneRow {
+  const T* row;
+  float v[kLaneChunks][kChunk];
+  __device__ __forceinline__ void hold(int j, const float (&x)[kChunk]) {
+    for (int k = 0; k < kChunk; ++k) v[j][k] = x[k];
+  }
+  __device__ __forceinline__ void get(int, int j, int, float (&x)[kChunk]) const {
+    for (int k = 0; k < kChunk; ++k) x[k] = v[j][k];
+  }
+};
+template <typename T, bool kVec>
+struct LaneRow<T, kVec, 0> {
+  const T* row;
+  __device__ __forceinline__ void hold(int, const float (&)[kChunk]) {}
+  __device__ __forceinline__ void get(int ch, int, int n, float (&x)[kChunk]) const {
+    load_chunk<kVec>(row + ch * kChunk, n, x);
+  }
+};
+
+// The rows whose chunks a lane can hold: C <= 1024 (GPT-2 124M and 350M).
+constexpr int kHeldLaneChunks = 4;
+
+// One row from its lane chunks: out = ((x - mean) * rstd) * weight + bias,
+// mean and rstd in fp32 (the CPU's expressions), each sum in column order
+// within a lane, then warp_sum. chunks 0: the warp has no row; it still runs
+// every shuffle and writes nothing.
+template <typename T, bool kVec, int kLaneChunks>
+__device__ __forceinline__ void layernorm_row(const LaneRow<T, kVec, kLaneChunks>& x, T* out,
+                                              float* mean, float* rstd, const T* weight,
+                                              const T* bias, int C, int chunks) {
+  const int lane = lane_id();
+  float sum = 0.0f;
+  for_lane_chunks<kLaneChunks>(lane, chunks, [&](int ch, int j) {
+    const int n = chunk_len(size_t(C), size_t(ch) * kChunk);
+    float v[kChunk];
+    x.get(ch, j, n, v);
+    for (int k = 0; k < kChunk; ++k) {
+      if (k < n) sum += v[k];
+    }
+  });
+  const float m = warp_sum(sum) / float(C);
+  float sq = 0.0f;
+  for_lane_chunks<kLaneChunks>(lane, chunks, [&](int ch, int j) {
+    const int n = chunk_len(size_t(C), size_t(ch) * kChunk);
+    float v[kChunk];
+    x.get(ch, j, n, v);
+    for (int k = 0; k < kChunk; ++k) {
+      if (k < n) {
+        const float d = v[k] - m;
+        sq += d * d;
+      }
+    }
+  });
+  const float s = layernorm_rstd(warp_sum(sq), C);
+  for_lane_chunks<kLaneChunks>(lane, chunks, [&](int ch, int j) {
+    const int c0 = ch * kChunk;
+    const int n = chunk_len(size_t(C), size_t(c0));
+    float v[kChunk], w[kChunk], b[kChunk];
+    x.get(ch, j, n, v);
+    load_chunk<kVec>(weight + c0, n, w);
+    load_chunk<kVec>(bias + c0, n, b);
+    for (int k = 0; k < kChunk; ++k) v[k] = layernorm_out(layernorm_norm(v[k], m, s), w[k], b[k]);
+    store_chunk<kVec>(out + c0, n, v);
+  });
+  if (chunks > 0 && lane == 0) {
+    *mean = m;
+    *rstd = s;
+  }
+}
+
+template <typename T, bool kVec, int kLaneChunks>
+__global__ void __launch_bounds__(kRowThreads)
+    layernorm_forward_kernel(T* out, float* mean, float* rstd, const T* inp, const T* weight,
+                             const T* bias, int N, int C) {
+  const int lane = lane_id();
+  for (size_t base = size_t(blockIdx.x) * kRowWarps; base < size_t(N);
+       base += size_t(gridDim.x) * kRowWarps) {
+    const size_t row = base + size_t(warp_id());
+    const bool valid = row < size_t(N);
+    const size_t off = valid ? row * size_t(C) : 0;
+    const int chunks = valid ? (C + kChunk - 1) / kChunk : 0;
+    LaneRow<T, kVec, kLaneChunks> x{inp + off};
+    if constexpr (kLaneChunks > 0) {  // one read of the row, all its loads in flight
+      for_lane_chunks<kLaneChunks>(lane, chunks, [&](int ch, int j) {
+        float v[kChunk];
+        load_chunk<kVec>(inp + off + ch * kChunk, chunk_len(size_t(C), size_t(ch) * kChunk), v);
+        x.hold(j, v);
+      });
+    }
+    layernorm_row(x, out + off, mean + (valid ? row : 0), rstd + (valid ? row : 0), weight, bias, C,
+                  chunks);
+  }
+}
+
+// residual = RN(a + b), stored, then layernorm_row on the stored residual's
+// values: held in registers as rounded (kLaneChunks > 0), or read back by the
+// lane that wrote them (the same ownership of chunks), so every bit equals
+// residual_forward + layernorm_forward.
+template <typename T, bool kVec, int kLaneChunks>
+__global__ void __launch_bounds__(kRowThreads)
+    residual_layernorm_kernel(T* residual, T* out, float* mean, float* rstd, const T* a, const T* b,
+                              const T* weight, const T* bias, int N, int C) {
+  const int lane = lane_id();
+  for (size_t base = size_t(blockIdx.x) * kRowWarps; base < size_t(N);
+       base += size_t(gridDim.x) * kRowWarps) {
+    const size_t row = base + size_t(warp_id());
+    const bool valid = row < size_t(N);
+    const size_t off = valid ? row * size_t(C) : 0;
+    const int chunks = valid ? (C + kChunk - 1) / kChunk : 0;
+    LaneRow<T, kVec, kLaneChunks> x{residual + off};
+    for_lane_chunks<kLaneChunks>(lane, chunks, [&](int ch, int j) {
+      const size_t c0 = off + size_t(ch) * kChunk;
+      const int n = chunk_len(size_t(C), size_t(ch) * kChunk);
+      float xa[kChunk], xb[kChunk];
+      load_chunk<kVec>(a + c0, n, xa);
+      load_chunk<kVec>(b + c0, n, xb);
+      for (int k = 0; k < kChunk; ++k) xa[k] = widen(from_f32<T>(xa[k] + xb[k]));
+      store_chunk<kVec>(residual + c0, n, xa);
+      x.hold(j, xa);
+    });
+    layernorm_row(x, out + off, mean + (valid ? row : 0), rstd + (valid ? row : 0), weight, bias, C,
+                  chunks);
+  }
+}
+
+// ---- backward ----------------------------------------------------------------------
 // A lane's running sums of the parameter gradients over the rows its warp
 // took, for the columns of its kLaneChunks chunks: norm * dout (dweight) and
 // dout (dbias), rows in order. kLaneChunks 0: none kept (the unfused path).
@@ -359,13 +409,13 @@ void layernorm_forward(DType dt, void* out, float* mean, float* rstd, const void
     const auto* x = static_cast<const S*>(inp);
     const auto* w = static_cast<const S*>(weight);
     const auto* b = static_cast<const S*>(bias);
-    if (vec) {
-      launch(layernorm_forward_kernel<S, true>, row_blocks(N), kRowThreads, 0, stream,
-             "layernorm_forward", o, mean, rstd, x, w, b, N, C);
-    } else {
-      launch(layernorm_forward_kernel<S, false>, row_blocks(N), kRowThreads, 0, stream,
-             "layernorm_forward", o, mean, rstd, x, w, b, N, C);
-    }
+    const bool held = lane_chunks_of(C) <= kHeldLaneChunks;
+    auto kernel = vec ? (held ? layernorm_forward_kernel<S, true, kHeldLaneChunks>
+                              : layernorm_forward_kernel<S, true, 0>)
+                      : (held ? layernorm_forward_kernel<S, false, kHeldLaneChunks>
+                              : layernorm_forward_kernel<S, false, 0>);
+    launch(kernel, row_blocks(N), kRowThreads, 0, stream, "layernorm_forward", o, mean, rstd, x, w,
+           b, N, C);
   });
 }
 
@@ -384,13 +434,13 @@ void residual_layernorm_forward(DType dt, void* residual, void* ln, float* mean,
     const auto* pb = static_cast<const S*>(b);
     const auto* w = static_cast<const S*>(weight);
     const auto* bi = static_cast<const S*>(bias);
-    if (vec) {
-      launch(residual_layernorm_kernel<S, true>, row_blocks(N), kRowThreads, 0, stream,
-             "residual_layernorm_forward", r, o, mean, rstd, pa, pb, w, bi, N, C);
-    } else {
-      launch(residual_layernorm_kernel<S, false>, row_blocks(N), kRowThreads, 0, stream,
-             "residual_layernorm_forward", r, o, mean, rstd, pa, pb, w, bi, N, C);
-    }
+    const bool held = lane_chunks_of(C) <= kHeldLaneChunks;
+    auto kernel = vec ? (held ? residual_layernorm_kernel<S, true, kHeldLaneChunks>
+                              : residual_layernorm_kernel<S, true, 0>)
+                      : (held ? residual_layernorm_kernel<S, false, kHeldLaneChunks>
+                              : residual_layernorm_kernel<S, false, 0>);
+    launch(kernel, row_blocks(N), kRowThreads, 0, stream, "residual_layernorm_forward", r, o, mean,
+           rstd, pa, pb, w, bi, N, C);
   });
 }
 
@@ -405,7 +455,7 @@ void layernorm_backward(DType dt, DType grad_dt, void* dinp, GradWrite dinp_mode
   const bool acc_dinp = dinp_mode == GradWrite::kAccumulate;
   const LayernormPartition part = layernorm_partition(N);
   auto* partial = static_cast<float*>(scratch);
-  const int lane_chunks = ((C + kChunk - 1) / kChunk + kWarpSize - 1) / kWarpSize;
+  const int lane_chunks = lane_chunks_of(C);
   with_dtype(dt, [&](auto tag) {
     using S = decltype(tag);
     auto* dx = static_cast<S*>(dinp);

@@ -173,29 +173,35 @@ TEST_P(CudaModelOps, LayernormRowsOfWholeChunks) {
 }
 
 TEST_P(CudaModelOps, ResidualLayernormIsTheCompositionAtAnyAlignment) {
-  const int N = 9, C = 64;
-  const size_t n = size_t(N) * C;
-  const auto a = inputs(n, 6), bv = inputs(n, 7), w = inputs(C, 8), bias = inputs(C, 9);
-  // The composition, aligned.
-  View ta = view_of(be(), dt(), a, 0), tb = view_of(be(), dt(), bv, 0),
-       tw = view_of(be(), dt(), w, 0), tbias = view_of(be(), dt(), bias, 0);
-  View res = poisoned_view(be(), dt(), n, 0), ln = poisoned_view(be(), dt(), n, 0);
-  auto mean = poisoned<float>(be(), N), rstd = poisoned<float>(be(), N);
-  be().residual_forward(dt(), res.ptr(), ta.ptr(), tb.ptr(), n);
-  be().layernorm_forward(dt(), ln.ptr(), mean.as<float>(), rstd.as<float>(), res.ptr(), tw.ptr(),
-                         tbias.ptr(), N, C);
-  for (size_t offset : {size_t(0), size_t(1)}) {
-    SCOPED_TRACE("offset " + std::to_string(offset));
-    View fa = view_of(be(), dt(), a, offset), fb = view_of(be(), dt(), bv, offset);
-    View fres = poisoned_view(be(), dt(), n, offset), fln = poisoned_view(be(), dt(), n, offset);
-    auto fmean = poisoned<float>(be(), N), frstd = poisoned<float>(be(), N);
-    be().residual_layernorm_forward(dt(), fres.ptr(), fln.ptr(), fmean.as<float>(),
-                                    frstd.as<float>(), fa.ptr(), fb.ptr(), tw.ptr(), tbias.ptr(), N,
-                                    C);
-    EXPECT_TRUE(same_bits(fres.bits(), res.bits(), dtype_size(dt()))) << "residual";
-    EXPECT_TRUE(same_bits(fln.bits(), ln.bits(), dtype_size(dt()))) << "ln";
-    EXPECT_TRUE(same_bits(fmean.host_bytes(), mean.host_bytes(), 4)) << "mean";
-    EXPECT_TRUE(same_bits(frstd.host_bytes(), rstd.host_bytes(), 4)) << "rstd";
+  // Rows whose lane chunks the fused kernel holds in registers (C <= 1024: one
+  // chunk a lane, three, a 37-column row of element loads) and one it reads
+  // back from memory (1032).
+  for (const LnShape sh : {LnShape{9, 64}, LnShape{5, 768}, LnShape{4, 37}, LnShape{3, 1032}}) {
+    const int N = sh.N, C = sh.C;
+    SCOPED_TRACE("N=" + std::to_string(N) + " C=" + std::to_string(C));
+    const size_t n = size_t(N) * C;
+    const auto a = inputs(n, 6), bv = inputs(n, 7), w = inputs(C, 8), bias = inputs(C, 9);
+    // The composition, aligned.
+    View ta = view_of(be(), dt(), a, 0), tb = view_of(be(), dt(), bv, 0),
+         tw = view_of(be(), dt(), w, 0), tbias = view_of(be(), dt(), bias, 0);
+    View res = poisoned_view(be(), dt(), n, 0), ln = poisoned_view(be(), dt(), n, 0);
+    auto mean = poisoned<float>(be(), N), rstd = poisoned<float>(be(), N);
+    be().residual_forward(dt(), res.ptr(), ta.ptr(), tb.ptr(), n);
+    be().layernorm_forward(dt(), ln.ptr(), mean.as<float>(), rstd.as<float>(), res.ptr(), tw.ptr(),
+                           tbias.ptr(), N, C);
+    for (size_t offset : {size_t(0), size_t(1)}) {
+      SCOPED_TRACE("offset " + std::to_string(offset));
+      View fa = view_of(be(), dt(), a, offset), fb = view_of(be(), dt(), bv, offset);
+      View fres = poisoned_view(be(), dt(), n, offset), fln = poisoned_view(be(), dt(), n, offset);
+      auto fmean = poisoned<float>(be(), N), frstd = poisoned<float>(be(), N);
+      be().residual_layernorm_forward(dt(), fres.ptr(), fln.ptr(), fmean.as<float>(),
+                                      frstd.as<float>(), fa.ptr(), fb.ptr(), tw.ptr(), tbias.ptr(),
+                                      N, C);
+      EXPECT_TRUE(same_bits(fres.bits(), res.bits(), dtype_size(dt()))) << "residual";
+      EXPECT_TRUE(same_bits(fln.bits(), ln.bits(), dtype_size(dt()))) << "ln";
+      EXPECT_TRUE(same_bits(fmean.host_bytes(), mean.host_bytes(), 4)) << "mean";
+      EXPECT_TRUE(same_bits(frstd.host_bytes(), rstd.host_bytes(), 4)) << "rstd";
+    }
   }
 }
 
