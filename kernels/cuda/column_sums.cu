@@ -16,7 +16,6 @@
 // Before, a thread summed one column (a 2-byte load per row for bf16) and one
 // thread a column then added the up to 256 chunk sums one after another;
 // the chunk sums keep their bits, the final order is new.
-#include <algorithm>
 #include <string>
 
 #include "kernels/cuda/chunk_sums.cuh"
