@@ -240,6 +240,7 @@ constexpr int kBatch = 8, kSeq = 1024, kRows = kBatch * kSeq, kC = 768, kV = 502
 
 enum class ModelOp {
   kGeluForward,
+  kGeluBackward,  // overwrite: read inp, dout; write dinp
   kResidualLayernorm,
   kLayernormBackward,
   kEncoderBackward,
@@ -259,6 +260,17 @@ void bm_model_op(benchmark::State& state, ModelOp op, srkit::DType dt) {
       fill(in.get(), dt, m, 3.0f, 0);
       run_timed(state, 2 * m * es,
                 [&] { cuda::gelu_forward(dt, out.get(), in.get(), m, nullptr); });
+      break;
+    }
+    case ModelOp::kGeluBackward: {
+      const size_t m = 4 * n;
+      DeviceBuffer in(m * es), dout(m * es), dinp(m * es);
+      fill(in.get(), dt, m, 3.0f, 0);
+      fill(dout.get(), dt, m, 1e-3f, 1ull << 40);
+      run_timed(state, 3 * m * es, [&] {
+        cuda::gelu_backward(dt, dinp.get(), srkit::GradWrite::kOverwrite, in.get(), dout.get(), m,
+                            nullptr);
+      });
       break;
     }
     case ModelOp::kResidualLayernorm: {  // read a, b; write residual, ln (+ the row statistics)
@@ -369,6 +381,7 @@ void register_all() {
   }
   const std::pair<const char*, ModelOp> model_ops[] = {
       {"gelu_forward", ModelOp::kGeluForward},
+      {"gelu_backward", ModelOp::kGeluBackward},
       {"residual_layernorm_forward", ModelOp::kResidualLayernorm},
       {"layernorm_backward", ModelOp::kLayernormBackward},
       {"encoder_backward", ModelOp::kEncoderBackward},

@@ -79,16 +79,20 @@ SRKIT_HD Logistic logistic(float z) {
 constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
 constexpr float kGeluCubic = 0.044715f;
 
-SRKIT_HD float gelu(float x) {
-  const float u = kGeluScale * (x + kGeluCubic * x * x * x);
-  return x * logistic(2.0f * u).s;
+// The logistic's argument 2u and du/dx, one body for every caller, so that the
+// CUDA GELU's approximate first try (kernels/cuda/gelu_fast.cuh) starts from the
+// same bits as the exact expressions below.
+SRKIT_HD float gelu_logit(float x) { return 2.0f * (kGeluScale * (x + kGeluCubic * x * x * x)); }
+SRKIT_HD float gelu_logit_half_slope(float x) {
+  return kGeluScale * (1.0f + 3.0f * kGeluCubic * x * x);
 }
+
+SRKIT_HD float gelu(float x) { return x * logistic(gelu_logit(x)).s; }
 
 // d/dx [x s(2u)] = s + 2 x s (1 - s) du/dx, with s (1 - s) from the accurate pair.
 SRKIT_HD float gelu_grad(float x) {
-  const float u = kGeluScale * (x + kGeluCubic * x * x * x);
-  const float du = kGeluScale * (1.0f + 3.0f * kGeluCubic * x * x);
-  const Logistic l = logistic(2.0f * u);
+  const float du = gelu_logit_half_slope(x);
+  const Logistic l = logistic(gelu_logit(x));
   return l.s + 2.0f * x * (l.s * l.one_minus_s) * du;
 }
 

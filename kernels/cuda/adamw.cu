@@ -192,7 +192,7 @@ __global__ void __launch_bounds__(kThreads)
       AdamWChunk<A> c;
       c.load(a, i0);
       const A local = c.arrays();
-#pragma unroll
+      SRKIT_UNROLL
       for (int k = 0; k < kChunk; ++k) step_element(local, size_t(k), k);
       c.store(a, i0);
     } else {

@@ -207,3 +207,13 @@ inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_
 #define warpSize srkit_emulation_has_64_lane_warps_use_srkit_cuda_kWarpSize
 
 #endif  // SRKIT_CUDA_EMU
+
+// Full unrolling of a loop of constant trip count, for loops whose arrays must
+// stay in registers on a GPU (a long body, such as an approximate try with its
+// exact fallback, can make nvcc keep the loop and move the arrays to local
+// memory). The emulation ignores it: g++ has no such pragma.
+#if defined(SRKIT_CUDA_EMU)
+#define SRKIT_UNROLL
+#else
+#define SRKIT_UNROLL _Pragma("unroll")
+#endif

@@ -9,6 +9,7 @@
 #include "kernels/cuda/flash_attention.h"
 #include "kernels/cuda/flash_attention_tiles.cuh"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/softmax_fast.cuh"
 
 namespace srkit::cuda {
 namespace {
@@ -19,9 +20,11 @@ using flash::kThreads;
 using flash::kTile;
 
 // grid: x = b * NH + h, y = query tile, the last (most keys) first, so that
-// the long blocks start before the short ones.
+// the long blocks start before the short ones. The register caps keep 4
+// blocks an SM at head size 64 (128 registers) and 3 at 128, as before the
+// approximate tries' branches (ptxas -v: no spills either way).
 template <int kHs>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kHs == 64 ? 4 : 3)
     flash_forward(uint16_t* __restrict__ out, float* __restrict__ lse,
                   const uint16_t* __restrict__ qkv, int T, int NH, float scale) {
   constexpr int kN = kTile<kHs>;
@@ -77,17 +80,23 @@ __global__ void __launch_bounds__(kThreads)
       m[half] = m_new;
       l[half] *= alpha[half];
     }
-    for (int n = 0; n < kN / 8; ++n)
+    SRKIT_UNROLL
+    for (int n = 0; n < kN / 8; ++n) {
+      SRKIT_UNROLL
       for (int e = 0; e < 4; ++e) {
         const float x = s[n].x[e];
-        // Rounded here as add_product rounds it, so that l sums exactly the
-        // weights the values get.
-        const float p = x == flash::neg_inf()
-                            ? 0.0f
-                            : bf16_to_float(float_to_bf16_rn(softmax_term(x, m[e / 2])));
+        // The approximate try first (kernels/cuda/softmax_fast.cuh): kept only
+        // when it rounds as exp_poly's value does. Rounded here as add_product
+        // rounds it, so that l sums exactly the weights the values get.
+        float p = 0.0f;
+        if (x != flash::neg_inf() && !softmax_term_fast(x, m[e / 2], kSoftmaxFastMargin, p)) {
+          p = softmax_term(x, m[e / 2]);
+        }
+        p = bf16_to_float(float_to_bf16_rn(p));
         s[n].x[e] = p;
         l[e / 2] += p;
       }
+    }
     for (mma::FragC& c : acc)
       for (int e = 0; e < 4; ++e) c.x[e] *= alpha[e / 2];
     flash::add_product<kN, kHs>(acc, s, sv.v);

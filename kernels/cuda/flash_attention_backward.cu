@@ -5,7 +5,8 @@
 //      tiles from the keys' own tile to T, in increasing order;
 //   3. per (batch and head, tile of kRows queries): dQ over the key tiles from
 //      0 to the queries' own tile, in increasing order.
-// 2 and 3 both recompute P = exp_poly(s - lse) and dS = P * (dP - D) (with
+// 2 and 3 both recompute P = exp_poly(s - lse) (tried first with the
+// approximate exp2, same bf16 operands: kernels/cuda/softmax_fast.cuh) and dS = P * (dP - D) (with
 // dP = dout . v) for their tile pairs: twice the score products of a single
 // pass, the price of every gradient element having one owner, hence a fixed
 // order of its sum and the same bits on every run.
@@ -16,6 +17,7 @@
 #include "kernels/cuda/flash_attention.h"
 #include "kernels/cuda/flash_attention_tiles.cuh"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/softmax_fast.cuh"
 
 namespace srkit::cuda {
 namespace {
@@ -25,6 +27,19 @@ using flash::kRows;
 using flash::kThreads;
 using flash::kTile;
 using flash::kWarps;
+
+// P = softmax_term(x, lse) and dS = P (dP - D) for one score, both 0 where
+// masked: the approximate try first (kernels/cuda/softmax_fast.cuh), kept only
+// when both round (in add_product) as exp_poly's values do.
+__device__ __forceinline__ void p_and_ds(bool masked, float x, float lse, float w, float& p,
+                                         float& ds) {
+  p = 0.0f;
+  ds = 0.0f;
+  if (!masked && !softmax_term_and_product_fast(x, lse, w, kSoftmaxFastMargin, p, ds)) {
+    p = softmax_term(x, lse);
+    ds = p * w;
+  }
+}
 
 // dsum[row] = sum over i of dout[b,t,h*hs+i] * out[b,t,h*hs+i], row = (b*NH +
 // h)*T + t: one warp per row, lanes over i, then the warp's butterfly (a fixed
@@ -105,15 +120,17 @@ __global__ void __launch_bounds__(kThreads)
     // Only a tile starting before the block's last key or reaching past T has
     // masked pairs (query < key or query >= T): P and dS exactly 0 there.
     const bool masked_tile = q0 < k0 + kRows - 1 || q0 + kN > T;
-    for (int n = 0; n < kN / 8; ++n)
+    SRKIT_UNROLL
+    for (int n = 0; n < kN / 8; ++n) {
+      SRKIT_UNROLL
       for (int e = 0; e < 4; ++e) {
         const int col = 8 * n + flash::frag_col(e), query = q0 + col;
         const int key = key_first + flash::frag_row(e);
         const bool masked = masked_tile && (query < key || query >= T);
-        const float pe = masked ? 0.0f : softmax_term(p[n].x[e] * scale, s_lse[col]);
-        p[n].x[e] = pe;
-        ds[n].x[e] = masked ? 0.0f : pe * (ds[n].x[e] - s_d[col]);
+        p_and_ds(masked, p[n].x[e] * scale, s_lse[col], ds[n].x[e] - s_d[col], p[n].x[e],
+                 ds[n].x[e]);
       }
+    }
     flash::add_product<kN, kHs>(dv, p, sm.qg.g.v);   // dV += P^T dout
     flash::add_product<kN, kHs>(dk, ds, sm.qg.q.v);  // dK += dS^T q (scaled at the store)
   }
@@ -175,13 +192,17 @@ __global__ void __launch_bounds__(kThreads)
     flash::dot_rows<kN, kHs>(p, qf, sm.kv.k.v);
     flash::dot_rows<kN, kHs>(ds, gf, sm.kv.v.v);  // dP = dout . v
     const bool masked_tile = k0 + kN - 1 > q0 || k0 + kN > T;
-    for (int n = 0; n < kN / 8; ++n)
+    SRKIT_UNROLL
+    for (int n = 0; n < kN / 8; ++n) {
+      SRKIT_UNROLL
       for (int e = 0; e < 4; ++e) {
         const int key = k0 + 8 * n + flash::frag_col(e), query = row_first + flash::frag_row(e);
         const bool masked = masked_tile && (key > query || key >= T);
-        const float pe = masked ? 0.0f : softmax_term(p[n].x[e] * scale, row_lse[e / 2]);
-        ds[n].x[e] = masked ? 0.0f : pe * (ds[n].x[e] - row_d[e / 2]);
+        float pe;
+        p_and_ds(masked, p[n].x[e] * scale, row_lse[e / 2], ds[n].x[e] - row_d[e / 2], pe,
+                 ds[n].x[e]);
       }
+    }
     flash::add_product<kN, kHs>(dq, ds, sm.kv.k.v);  // dQ += dS k (scaled at the store)
   }
   const float by_scale[2] = {scale, scale};

@@ -9,9 +9,11 @@
 // when every pointer is 16-byte aligned, element by element otherwise (and in
 // the tail), so loads and stores of a warp are coalesced either way.
 #include <algorithm>
+#include <type_traits>
 
 #include "kernels/common/math.h"
 #include "kernels/cuda/elements.cuh"
+#include "kernels/cuda/gelu_fast.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/pointwise.h"
 
@@ -21,9 +23,18 @@ namespace {
 // ---- element maps: out[i] = op(a[i], b[i], out[i]) ------------------------------
 // An op says which operands it reads (kReadsB, kReadsOut); out[i] is read only
 // when the op needs it (an accumulated gradient).
+// bf16 storage tries the approximate GELU first (kernels/cuda/gelu_fast.cuh):
+// the try is kept only when it rounds to the exact expression's bf16.
+template <typename T>
 struct GeluForward {
   static constexpr bool kReadsB = false, kReadsOut = false;
-  __device__ float operator()(float x, float, float) const { return gelu(x); }
+  __device__ float operator()(float x, float, float) const {
+    if constexpr (std::is_same_v<T, bf16>) {
+      float y;
+      if (gelu_fast(x, kGeluFastMargin, y)) return y;
+    }
+    return gelu(x);
+  }
 };
 struct Residual {
   static constexpr bool kReadsB = true, kReadsOut = false;
@@ -31,12 +42,17 @@ struct Residual {
 };
 // dinp = base + gelu'(inp) * dout, base = the old dinp (kAccumulate) or 0, as
 // kernels/cpu/pointwise.cpp (0.0f + d, like the CPU: -0 becomes +0).
-template <bool kAccumulate>
+template <typename T, bool kAccumulate>
 struct GeluBackward {
   static constexpr bool kReadsB = true, kReadsOut = kAccumulate;
   __device__ float operator()(float x, float dout, float old) const {
+    const float base = kAccumulate ? old : 0.0f;
+    if constexpr (std::is_same_v<T, bf16>) {
+      float out;
+      if (gelu_backward_fast(x, dout, base, kGeluFastMargin, out)) return out;
+    }
     const float d = gelu_grad(x) * dout;
-    return (kAccumulate ? old : 0.0f) + d;
+    return base + d;
   }
 };
 
@@ -104,7 +120,8 @@ void gather_as(void* dst, const void* src, size_t elem_bytes, const uint64_t* in
 
 void gelu_forward(DType dt, void* out, const void* inp, size_t n, Stream stream) {
   with_dtype(dt, [&](auto tag) {
-    map<decltype(tag)>("gelu_forward", out, inp, nullptr, n, GeluForward{}, stream);
+    using S = decltype(tag);
+    map<S>("gelu_forward", out, inp, nullptr, n, GeluForward<S>{}, stream);
   });
 }
 
@@ -113,9 +130,9 @@ void gelu_backward(DType dt, void* dinp, GradWrite dinp_mode, const void* inp, c
   with_dtype(dt, [&](auto tag) {
     using S = decltype(tag);
     if (dinp_mode == GradWrite::kAccumulate) {
-      map<S>("gelu_backward", dinp, inp, dout, n, GeluBackward<true>{}, stream);
+      map<S>("gelu_backward", dinp, inp, dout, n, GeluBackward<S, true>{}, stream);
     } else {
-      map<S>("gelu_backward", dinp, inp, dout, n, GeluBackward<false>{}, stream);
+      map<S>("gelu_backward", dinp, inp, dout, n, GeluBackward<S, false>{}, stream);
     }
   });
 }

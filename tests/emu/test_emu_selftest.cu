@@ -27,10 +27,14 @@
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/warp.cuh"
+#include "tests/gpu/device_vector.h"
 #include "tests/gpu/mma_gemm_kernel.cuh"
 
 namespace srkit {
 namespace {
+
+template <typename T>
+using Device = test::DeviceVector<T>;
 
 constexpr int kRepeats = 5;
 constexpr int kThreads = 256;
@@ -45,24 +49,6 @@ std::vector<float> data(size_t n, uint64_t seed) {
   }
   return v;
 }
-
-template <typename T>
-struct Device {
-  explicit Device(size_t n) : n(n), p(static_cast<T*>(cuda::device_malloc(n * sizeof(T)))) {}
-  explicit Device(const std::vector<T>& h) : Device(h.size()) {
-    cuda::copy_to_device(p, h.data(), n * sizeof(T));
-  }
-  ~Device() { cuda::device_free(p); }
-  Device(const Device&) = delete;
-  Device& operator=(const Device&) = delete;
-  std::vector<T> host() const {
-    std::vector<T> h(n);
-    cuda::copy_to_host(h.data(), p, n * sizeof(T));
-    return h;
-  }
-  size_t n;
-  T* p;
-};
 
 // ---- block reduction: a missing __syncthreads ------------------------------------
 

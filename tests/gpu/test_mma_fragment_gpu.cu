@@ -14,6 +14,7 @@
 #include "kernels/cuda/compat.cuh"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/launch.cuh"
+#include "tests/gpu/device_vector.h"
 #include "tests/gpu/mma_gemm_kernel.cuh"
 
 namespace srkit {
@@ -38,23 +39,6 @@ std::vector<float> small_ints(size_t n, uint64_t seed) {
   return v;
 }
 
-struct DeviceFloats {
-  explicit DeviceFloats(const std::vector<float>& h)
-      : n(h.size()), p(static_cast<float*>(cuda::device_malloc(n * sizeof(float)))) {
-    cuda::copy_to_device(p, h.data(), n * sizeof(float));
-  }
-  ~DeviceFloats() { cuda::device_free(p); }
-  DeviceFloats(const DeviceFloats&) = delete;
-  DeviceFloats& operator=(const DeviceFloats&) = delete;
-  std::vector<float> host() const {
-    std::vector<float> h(n);
-    cuda::copy_to_host(h.data(), p, n * sizeof(float));
-    return h;
-  }
-  size_t n;
-  float* p;
-};
-
 std::vector<float> reference_gemm(const std::vector<float>& a, const std::vector<float>& b, int m,
                                   int n, int k) {
   std::vector<float> c(size_t(m) * n, 0.0f);
@@ -70,7 +54,7 @@ std::vector<float> reference_gemm(const std::vector<float>& a, const std::vector
 template <bool kATrans, bool kBTrans>
 void check_gemm(int m, int n, int k) {
   const std::vector<float> a = small_ints(size_t(m) * k, 1), b = small_ints(size_t(k) * n, 2);
-  DeviceFloats da(a), db(b), dc(std::vector<float>(size_t(m) * n, -1.0f));
+  test::DeviceVector<float> da(a), db(b), dc(std::vector<float>(size_t(m) * n, -1.0f));
   const dim3 grid(unsigned(n / (8 * test::kMmaWarps)), unsigned(m / 16));
   cuda::launch(test::mma_gemm<kATrans, kBTrans>, grid, dim3(32 * test::kMmaWarps), 0, nullptr,
                "mma_gemm", da.p, db.p, dc.p, n, k);
@@ -90,7 +74,8 @@ TEST_F(MmaFragmentGpu, AccumulatorToAFragmentChainsTwoProducts) {
   const int w = test::kMmaWarps;
   const std::vector<float> a = small_ints(16 * 16, 3), b = small_ints(size_t(16) * 16 * w, 4),
                            b2 = small_ints(size_t(16) * 8 * w, 5);
-  DeviceFloats da(a), db(b), db2(b2), dc(std::vector<float>(size_t(16) * 8 * w, -1.0f));
+  test::DeviceVector<float> da(a), db(b), db2(b2),
+      dc(std::vector<float>(size_t(16) * 8 * w, -1.0f));
   cuda::launch(test::mma_chain, 1, 32 * w, 0, nullptr, "mma_chain", da.p, db.p, db2.p, dc.p);
   const std::vector<float> got = dc.host();
   const std::vector<float> s = reference_gemm(a, b, 16, 16 * w, 16);  // |s| <= 144: exact in bf16
