@@ -111,10 +111,15 @@ skipped=$(grep -cE '^\[  SKIPPED \] .* \([0-9]+ ms\)$' "$tests_log.full")
   echo "..."
   tail -150 "$tests_log.full"
 } >"$tests_log"
+# How often the approximate first tries are kept on this GPU
+# (tests/gpu/test_approx_tries_gpu.cu prints them; the emulation's are the floor).
+tries=$(grep -E '^\[ (GELU|softmax) try \] (kept|margin )' "$tests_log.full" | grep -v 'margin 0 + 0' |
+  sed -E 's/^\[ ([a-zA-Z]+) try \] /\1 /; s/margin [^:]*: //' | paste -sd '/' - | sed 's|/| / |g')
 rm -f "$tests_log.full"
 tests_ok=$([ $tests_rc -eq 0 ] && [ "$skipped" -eq 0 ] && echo yes || echo no)
 row "GPU tests (conformance suite on cuda, training on cuda vs cpu)" \
   "$passed passed, $failed failed, $skipped skipped (rc $tests_rc): $([ "$tests_ok" = yes ] && echo PASS || echo FAIL)"
+row "approximate first tries kept (GELU, attention P/dS)" "${tries:-not printed}"
 
 # ---- 3. compute-sanitizer memcheck on a subset ------------------------------------
 sanitizer_log="$out/memcheck.log"
