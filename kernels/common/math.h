@@ -20,6 +20,10 @@ SRKIT_HD uint32_t select_bits(bool c, uint32_t a, uint32_t b) {
   return (a & m) | (b & ~m);
 }
 
+// log2(e) as a float: exp_poly's range reduction, and the CUDA kernels'
+// approximate exp2 tries (kernels/cuda/approx_math.cuh).
+constexpr float kLog2E = 1.44269504f;
+
 // e^x in fp32, within 2 ulp over the whole range (1.2 measured; tests/test_ops_math.cpp):
 // overflow gives +Inf, underflow is gradual down to 0, NaN stays NaN.
 // e^x = 2^n * e^r with n = round(x / ln 2) and r = x - n ln 2 (ln 2 in two parts,
@@ -39,7 +43,7 @@ SRKIT_HD float exp_poly(float x) {
   // Adding 1.5 * 2^23 rounds to an integer, which then sits in the low mantissa
   // bits: n as a float and as an int32 without a float -> int conversion.
   const float kRound = 12582912.0f;
-  const float k = xc * 1.44269504f + kRound;
+  const float k = xc * kLog2E + kRound;
   const float n = k - kRound;
   const int32_t ni = int32_t(float_as_bits(k) - float_as_bits(kRound));
   const float r = (xc - n * 0.693359375f) - n * -2.12194440e-4f;

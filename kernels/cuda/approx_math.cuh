@@ -1,7 +1,7 @@
 // The GPU's approximate transcendental instructions, for kernels that try a
 // cheap result first and keep it only when it provably rounds like the exact
-// one (kernels/cuda/gelu_fast.cuh; docs/architecture.md, "Approximate first
-// tries"). Each comes with the relative error its callers budget for:
+// one (kernels/cuda/gelu_fast.cuh, softmax_fast.cuh; docs/architecture.md,
+// "Approximate first tries"). Each comes with the relative error its callers budget for:
 //   - approx_exp2(a) ~ 2^a:   ex2.approx.ftz.f32, 2 ulp (2^-22) documented through
 //                             __expf's bound; budgeted 2^-20;
 //   - approx_rcp(d)  ~ 1 / d: rcp.approx.ftz.f32, about 1 ulp; budgeted 2^-21.
@@ -15,25 +15,27 @@
 // emulation (tests/gpu/test_approx_tries_gpu.cu), and on a GPU the same tests hold
 // the real instructions to it.
 //
-// same_bf16_rounding(lo, hi): whether two finite floats round to the same bf16
-// (nearest, ties to even); with lo <= hi, every float between them then rounds
-// to that bf16 too, since rounding is monotone.
+// rounds_to_one_bf16(v, err): whether v - err and v + err (finite) round to the
+// same bf16 (nearest, ties to even); every float between them, the exact
+// result included when |exact - v| <= err, then rounds to that bf16 too, since
+// rounding is monotone.
 #pragma once
 
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 
 #include "kernels/common/bf16.h"
+#include "kernels/common/math.h"
 #include "kernels/cuda/compat.cuh"
 
 namespace srkit::cuda {
 
 inline constexpr float kApproxExp2RelError = 0x1p-20f;
 inline constexpr float kApproxRcpRelError = 0x1p-21f;
-// log2(e) as a float (e^x = 2^(x log2 e)): the constant and the product with it
-// round, 1.7 |x log2 e| units of 2^-24 in the exponent, which a caller's budget
-// counts as 1.18 |a| relative in 2^a (ln 2 * 1.7).
-inline constexpr float kLog2E = 1.44269504f;
+// e^x = 2^(x kLog2E) (kernels/common/math.h): the constant and the product with
+// it round, 1.7 |x log2 e| units of 2^-24 in the exponent, which a caller's
+// budget counts as 1.18 |a| relative in 2^a (ln 2 * 1.7).
 // A caller's bound on how far its try may be from the exact expression,
 // relative, for a try built on approx_exp2(a): rel + rel_per_exponent * |a|.
 struct ApproxMargin {
@@ -52,8 +54,11 @@ inline double emulated_error_sign(float x) {
 }
 // The exact value moved by the budget less 2^-23, so that the final rounding to
 // float (2^-24) keeps the total within the budget.
+// Beyond float's range the result is Inf, as the instructions give (a double
+// that does not fit a float must not be converted).
 inline float emulated_approx(double exact, float input, float budget) {
-  return float(exact * (1.0 + emulated_error_sign(input) * (double(budget) - 0x1p-23)));
+  const double v = exact * (1.0 + emulated_error_sign(input) * (double(budget) - 0x1p-23));
+  return std::fabs(v) > double(FLT_MAX) ? float(std::copysign(double(INFINITY), v)) : float(v);
 }
 __device__ __forceinline__ float approx_exp2(float a) {
   return emulated_approx(std::exp2(double(a)), a, kApproxExp2RelError);
@@ -61,8 +66,8 @@ __device__ __forceinline__ float approx_exp2(float a) {
 __device__ __forceinline__ float approx_rcp(float d) {
   return emulated_approx(1.0 / double(d), d, kApproxRcpRelError);
 }
-__device__ __forceinline__ bool same_bf16_rounding(float lo, float hi) {
-  return float_to_bf16_rn(lo).bits == float_to_bf16_rn(hi).bits;
+__device__ __forceinline__ bool rounds_to_one_bf16(float v, float err) {
+  return float_to_bf16_rn(v - err).bits == float_to_bf16_rn(v + err).bits;
 }
 
 #else
@@ -79,9 +84,9 @@ __device__ __forceinline__ float approx_rcp(float d) {
 }
 // One conversion instruction rounds both (sm_80 and up); for finite inputs it is
 // the same round-to-nearest-even as float_to_bf16_rn.
-__device__ __forceinline__ bool same_bf16_rounding(float lo, float hi) {
+__device__ __forceinline__ bool rounds_to_one_bf16(float v, float err) {
   uint32_t both;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(both) : "f"(hi), "f"(lo));
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(both) : "f"(v + err), "f"(v - err));
   return (both >> 16) == (both & 0xffffu);
 }
 

@@ -5,11 +5,11 @@
 //      tiles from the keys' own tile to T, in increasing order;
 //   3. per (batch and head, tile of kRows queries): dQ over the key tiles from
 //      0 to the queries' own tile, in increasing order.
-// 2 and 3 both recompute P = exp_poly(s - lse) (tried first with the
-// approximate exp2, same bf16 operands: kernels/cuda/softmax_fast.cuh) and dS = P * (dP - D) (with
-// dP = dout . v) for their tile pairs: twice the score products of a single
-// pass, the price of every gradient element having one owner, hence a fixed
-// order of its sum and the same bits on every run.
+// 2 and 3 both recompute P = exp_poly(s - lse) and dS = P * (dP - D) (with
+// dP = dout . v; both tried first with the approximate exp2 for the same bf16
+// operands, kernels/cuda/softmax_fast.cuh) for their tile pairs: twice the
+// score products of a single pass, the price of every gradient element having
+// one owner, hence a fixed order of its sum and the same bits on every run.
 #include <cstdint>
 
 #include "kernels/common/math.h"

@@ -46,7 +46,7 @@ __device__ __forceinline__ SoftmaxTry softmax_term_try(float x, float max, Appro
 __device__ __forceinline__ bool softmax_term_fast(float x, float max, ApproxMargin m, float& p) {
   const SoftmaxTry t = softmax_term_try(x, max, m);
   p = t.p;
-  return t.in_range & same_bf16_rounding(t.p - t.err, t.p + t.err);
+  return t.in_range & rounds_to_one_bf16(t.p, t.err);
 }
 
 // Whether the tries of p = softmax_term(x, max) and ds = p * w both round to
@@ -57,8 +57,8 @@ __device__ __forceinline__ bool softmax_term_and_product_fast(float x, float max
   p = t.p;
   ds = t.p * w;
   const float ds_err = fabsf(w) * t.err + fabsf(ds) * 0x1p-22f + kSubnormalSlack;
-  return t.in_range & (ds_err <= FLT_MAX) & same_bf16_rounding(t.p - t.err, t.p + t.err) &
-         same_bf16_rounding(ds - ds_err, ds + ds_err);
+  return t.in_range & (ds_err <= FLT_MAX) & rounds_to_one_bf16(t.p, t.err) &
+         rounds_to_one_bf16(ds, ds_err);
 }
 
 }  // namespace srkit::cuda
