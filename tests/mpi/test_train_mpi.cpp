@@ -491,6 +491,19 @@ int count_of(const std::string& haystack, const std::string& needle) {
   return n;
 }
 
+// A shell snippet for rank 1's `before_exec`: in the background, wait until the
+// first checkpoint is complete in `ckpt_dir` (at most 60 s), let training run on
+// for another second, then `act` on the shell (which exec turns into sr-train).
+// Waiting for the checkpoint, not for a fixed time, keeps the test meaningful
+// on a machine slow enough (a sanitized build on two busy cores) that a fixed
+// delay comes before the first checkpoint.
+std::string once_a_checkpoint_exists(const fs::path& ckpt_dir, const std::string& act) {
+  return "(i=0; while ! ls \"" + ckpt_dir.string() +
+         "\"/ckpt_*.safetensors >/dev/null 2>&1 && [ $i -lt 300 ]; do sleep 0.2; i=$((i+1)); "
+         "done; sleep 1; " +
+         act + " $$) &";
+}
+
 void expect_checkpoints_intact(const fs::path& ckpt_dir) {
   ASSERT_TRUE(fs::exists(ckpt_dir));
   for (const auto& e : fs::directory_iterator(ckpt_dir)) {
@@ -538,7 +551,7 @@ TEST(SrTrainMpi, AKilledRankFailsTheJobFastNamingIt) {
   const fs::path dir = fresh_dir("killed");
   const JobResult job =
       run_sr_train("--steps 1000000 --ckpt-interval 10 --comm-timeout 20 --out " + dir.string(), "",
-                   "(sleep 2; kill -KILL $$) &");
+                   once_a_checkpoint_exists(dir / "ckpt-bf16-sr", "kill -KILL"));
   ASSERT_NE(job.exit_code, 124) << "job hung:\n" << job.output;
   EXPECT_NE(job.exit_code, 0) << job.output;
   // mpirun sees rank 1 die and ends rank 0 at once (well before --comm-timeout).
@@ -552,7 +565,7 @@ TEST(SrTrainMpi, AHungRankTimesOutNamingIt) {
   const fs::path dir = fresh_dir("hung");
   const JobResult job =
       run_sr_train("--steps 1000000 --ckpt-interval 10 --comm-timeout 2 --out " + dir.string(), "",
-                   "(sleep 2; kill -STOP $$) &");
+                   once_a_checkpoint_exists(dir / "ckpt-bf16-sr", "kill -STOP"));
   ASSERT_NE(job.exit_code, 124) << "the 2 s collective timeout did not end the job:\n"
                                 << job.output;
   EXPECT_NE(job.exit_code, 0) << job.output;
