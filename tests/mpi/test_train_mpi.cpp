@@ -491,17 +491,24 @@ int count_of(const std::string& haystack, const std::string& needle) {
   return n;
 }
 
-// A shell snippet for rank 1's `before_exec`: in the background, wait until the
-// first checkpoint is complete in `ckpt_dir` (at most 60 s), let training run on
-// for another second, then `act` on the shell (which exec turns into sr-train).
-// Waiting for the checkpoint, not for a fixed time, keeps the test meaningful
-// on a machine slow enough (a sanitized build on two busy cores) that a fixed
-// delay comes before the first checkpoint.
+// Shell snippets for rank 1's `before_exec`: in the background, wait until
+// `condition` holds (at most 60 s), let training run on for another second,
+// then `act` on the shell (which exec turns into sr-train). Waiting for what
+// the test is about (a complete checkpoint, a finished step), not for a fixed
+// time, keeps the tests meaningful on a machine slow enough (a sanitized
+// build on two busy cores) that a fixed delay comes before it.
+std::string once(const std::string& condition, const std::string& act) {
+  return "(i=0; while ! " + condition +
+         " && [ $i -lt 300 ]; do sleep 0.2; i=$((i+1)); done; sleep 1; " + act + " $$) &";
+}
+
 std::string once_a_checkpoint_exists(const fs::path& ckpt_dir, const std::string& act) {
-  return "(i=0; while ! ls \"" + ckpt_dir.string() +
-         "\"/ckpt_*.safetensors >/dev/null 2>&1 && [ $i -lt 300 ]; do sleep 0.2; i=$((i+1)); "
-         "done; sleep 1; " +
-         act + " $$) &";
+  return once("ls \"" + ckpt_dir.string() + "\"/ckpt_*.safetensors >/dev/null 2>&1", act);
+}
+
+// The log's step records: {"type":"step",...} (type.:.step avoids nested quotes).
+std::string once_a_step_is_logged(const fs::path& log, const std::string& act) {
+  return once("grep -q type.:.step \"" + log.string() + "\" 2>/dev/null", act);
 }
 
 void expect_checkpoints_intact(const fs::path& ckpt_dir) {
@@ -582,7 +589,7 @@ TEST(SrTrainMpi, ASignalToOneRankStopsAllAfterTheSameStep) {
   // completes only if rank 1 stopped after the same step as rank 0.
   const JobResult job =
       run_sr_train("--steps 1000000 --zero 1 --comm-timeout 20 -q --out " + dir.string(), "",
-                   "(sleep 2; kill -TERM $$) &");
+                   once_a_step_is_logged(dir / "bf16-sr.jsonl", "kill -TERM"));
   EXPECT_EQ(job.exit_code, 128 + 15) << job.output;  // rank 0 reports the signal rank 1 got
   std::smatch m;
   ASSERT_TRUE(std::regex_search(job.output, m, std::regex("stopped by signal 15 at step (\\d+)")))
