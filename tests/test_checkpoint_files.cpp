@@ -17,10 +17,6 @@ namespace fs = std::filesystem;
 
 namespace {
 void touch(const std::string& path) { std::ofstream(path) << "x"; }
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 }  // namespace
 
 TEST(CheckpointDir, PathNaming) {

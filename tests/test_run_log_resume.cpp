@@ -71,7 +71,7 @@ TEST(RunLogResume, TornLastLineIsDroppedSoRecordsNeverMerge) {
   std::string line;
   int n = 0;
   while (std::getline(lines, line)) {
-    EXPECT_NO_THROW((void)nlohmann::json::parse(line)) << line;
+    EXPECT_TRUE(nlohmann::json::accept(line)) << line;
     ++n;
   }
   EXPECT_EQ(n, 4);
