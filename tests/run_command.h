@@ -1,7 +1,8 @@
 // Runs a shell command as a user would, for the tests of the command-line
 // tools: its exit code (128 + N when killed by signal N) and what it printed,
 // either stdout and stderr together (run_command) or apart (run_command_split);
-// and, for tests that act on a live run, the same in the background.
+// and, for tests that act on a live run, the same in the background and shell
+// fragments that wait for the run to get far enough.
 #pragma once
 
 #include <sys/wait.h>
@@ -93,6 +94,29 @@ inline bool wait_for_text(const std::filesystem::path& file, const std::string& 
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return false;
+}
+
+// Shell fragments for a test that acts on a live run (a signal, a kill) from
+// the shell that runs it: wait until `condition` (a shell test) holds, polling
+// every 0.2 s for at most 60 s, then one second more, so the run is past what
+// the test is about (a logged step, a complete checkpoint). A fixed delay
+// instead can come before that on a slow machine (a sanitized build on two
+// busy cores). `condition` must hold no single quotes (callers wrap commands
+// in sh -c '...').
+inline std::string shell_wait_until(const std::string& condition) {
+  return "i=0; while ! " + condition +
+         " && [ $i -lt 300 ]; do sleep 0.2; i=$((i+1)); done; sleep 1";
+}
+
+// The run log holds a step record ({"type":"step",...}; the pattern type.:.step
+// matches it without quotes of its own).
+inline std::string shell_log_has_step(const std::filesystem::path& log) {
+  return "grep -q type.:.step \"" + log.string() + "\" 2>/dev/null";
+}
+
+// The checkpoint folder holds a complete checkpoint (one at its final name).
+inline std::string shell_checkpoint_exists(const std::filesystem::path& ckpt_dir) {
+  return "ls \"" + ckpt_dir.string() + "\"/ckpt_*.safetensors >/dev/null 2>&1";
 }
 
 }  // namespace srkit::testing_process

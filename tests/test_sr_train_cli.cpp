@@ -163,15 +163,12 @@ TEST(SrTrainCli, CompareWritesTableAndJson) {
 
 TEST(SrTrainCli, SigtermWritesACheckpointAndExitsNonZero) {
   const fs::path dir = fresh_dir("sigterm");
-  // A run far longer than the test: SIGTERM a second after its first step is
-  // logged (waiting for the step, at most 60 s, not for a fixed time, so that
-  // a slow sanitized build has installed its handlers by then).
-  const std::string log = (dir / "bf16-sr.jsonl").string();
-  const Result r =
-      run("--steps 1000000 --eval-interval 0" + kTiny + " --out " + dir.string() + " --ckpt-dir " +
-          (dir / "ckpt").string() + " 2>&1 & pid=$!; i=0; while ! grep -q type.:.step '" + log +
-          "' 2>/dev/null && [ $i -lt 300 ]; do sleep 0.2; i=$((i+1)); done; sleep 1; "
-          "kill -TERM $pid; wait $pid");
+  // A run far longer than the test, sent SIGTERM once its first step is logged.
+  using srkit::testing_process::shell_log_has_step, srkit::testing_process::shell_wait_until;
+  const Result r = run("--steps 1000000 --eval-interval 0" + kTiny + " --out " + dir.string() +
+                       " --ckpt-dir " + (dir / "ckpt").string() + " 2>&1 & pid=$!; " +
+                       shell_wait_until(shell_log_has_step(dir / "bf16-sr.jsonl")) +
+                       "; kill -TERM $pid; wait $pid");
   EXPECT_EQ(r.code, 128 + 15) << r.output;
   EXPECT_NE(r.output.find("stopped by signal 15"), std::string::npos) << r.output;
   bool found = false;

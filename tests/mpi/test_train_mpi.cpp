@@ -33,6 +33,7 @@
 #include "lib/train/checkpoint_io.h"
 #include "lib/train/shard_plan.h"
 #include "lib/train/trainer.h"
+#include "tests/run_command.h"
 #include "tests/test_paths.h"
 #include "tests/test_train_support.h"
 
@@ -195,15 +196,8 @@ std::string self_path() {
 }
 
 JobResult run_command(const std::string& cmd) {
-  JobResult result;
-  FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
-  if (!pipe) return result;
-  char chunk[4096];
-  size_t got;
-  while ((got = std::fread(chunk, 1, sizeof chunk, pipe)) > 0) result.output.append(chunk, got);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return result;
+  const auto r = srkit::testing_process::run_command(cmd);
+  return {r.code, r.output};
 }
 
 // The safety timeout only keeps a broken build from hanging ctest; every job
@@ -491,24 +485,12 @@ int count_of(const std::string& haystack, const std::string& needle) {
   return n;
 }
 
-// Shell snippets for rank 1's `before_exec`: in the background, wait until
-// `condition` holds (at most 60 s), let training run on for another second,
-// then `act` on the shell (which exec turns into sr-train). Waiting for what
-// the test is about (a complete checkpoint, a finished step), not for a fixed
-// time, keeps the tests meaningful on a machine slow enough (a sanitized
-// build on two busy cores) that a fixed delay comes before it.
+using srkit::testing_process::shell_checkpoint_exists, srkit::testing_process::shell_log_has_step;
+
+// Rank 1's `before_exec`: in the background, once `condition` holds, `act` on
+// the shell (which exec turns into sr-train).
 std::string once(const std::string& condition, const std::string& act) {
-  return "(i=0; while ! " + condition +
-         " && [ $i -lt 300 ]; do sleep 0.2; i=$((i+1)); done; sleep 1; " + act + " $$) &";
-}
-
-std::string once_a_checkpoint_exists(const fs::path& ckpt_dir, const std::string& act) {
-  return once("ls \"" + ckpt_dir.string() + "\"/ckpt_*.safetensors >/dev/null 2>&1", act);
-}
-
-// The log's step records: {"type":"step",...} (type.:.step avoids nested quotes).
-std::string once_a_step_is_logged(const fs::path& log, const std::string& act) {
-  return once("grep -q type.:.step \"" + log.string() + "\" 2>/dev/null", act);
+  return "(" + srkit::testing_process::shell_wait_until(condition) + "; " + act + " $$) &";
 }
 
 void expect_checkpoints_intact(const fs::path& ckpt_dir) {
@@ -558,7 +540,7 @@ TEST(SrTrainMpi, AKilledRankFailsTheJobFastNamingIt) {
   const fs::path dir = fresh_dir("killed");
   const JobResult job =
       run_sr_train("--steps 1000000 --ckpt-interval 10 --comm-timeout 20 --out " + dir.string(), "",
-                   once_a_checkpoint_exists(dir / "ckpt-bf16-sr", "kill -KILL"));
+                   once(shell_checkpoint_exists(dir / "ckpt-bf16-sr"), "kill -KILL"));
   ASSERT_NE(job.exit_code, 124) << "job hung:\n" << job.output;
   EXPECT_NE(job.exit_code, 0) << job.output;
   // mpirun sees rank 1 die and ends rank 0 at once (well before --comm-timeout).
@@ -572,7 +554,7 @@ TEST(SrTrainMpi, AHungRankTimesOutNamingIt) {
   const fs::path dir = fresh_dir("hung");
   const JobResult job =
       run_sr_train("--steps 1000000 --ckpt-interval 10 --comm-timeout 2 --out " + dir.string(), "",
-                   once_a_checkpoint_exists(dir / "ckpt-bf16-sr", "kill -STOP"));
+                   once(shell_checkpoint_exists(dir / "ckpt-bf16-sr"), "kill -STOP"));
   ASSERT_NE(job.exit_code, 124) << "the 2 s collective timeout did not end the job:\n"
                                 << job.output;
   EXPECT_NE(job.exit_code, 0) << job.output;
@@ -589,7 +571,7 @@ TEST(SrTrainMpi, ASignalToOneRankStopsAllAfterTheSameStep) {
   // completes only if rank 1 stopped after the same step as rank 0.
   const JobResult job =
       run_sr_train("--steps 1000000 --zero 1 --comm-timeout 20 -q --out " + dir.string(), "",
-                   once_a_step_is_logged(dir / "bf16-sr.jsonl", "kill -TERM"));
+                   once(shell_log_has_step(dir / "bf16-sr.jsonl"), "kill -TERM"));
   EXPECT_EQ(job.exit_code, 128 + 15) << job.output;  // rank 0 reports the signal rank 1 got
   std::smatch m;
   ASSERT_TRUE(std::regex_search(job.output, m, std::regex("stopped by signal 15 at step (\\d+)")))
